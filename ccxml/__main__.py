@@ -1,0 +1,4 @@
+"""``python -m ccxml`` runs the command line."""
+from ccxml.cli import main
+
+main()

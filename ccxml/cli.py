@@ -1,0 +1,71 @@
+"""The ``ccxml`` command line (click).
+
+Each sub-command lives in its own ``ccxml.commands_*`` module and is imported only when it is
+run, so that ``ccxml generate`` does not pay for the interpreter or the simulator.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# command name -> (module, attribute, one-line help)
+COMMANDS = {
+    "generate": ("ccxml.commands_generate", "generate", "Generate an algorithm's MSCCL XML."),
+    "list": ("ccxml.commands_generate", "list_algorithms", "Show algorithms x collectives."),
+    "verify": ("ccxml.commands_verify", "verify", "Load and prove MSCCL XML files."),
+    "simulate": ("ccxml.commands_simulate", "simulate", "Estimate a schedule's time (alpha-beta-gamma)."),
+    "select": ("ccxml.commands_simulate", "select", "Rank algorithms for a collective by simulated time."),
+    "tune": ("ccxml.commands_tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        module, attr, _ = spec
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            return _unavailable(name)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, spec[2]) for name, spec in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _unavailable(name):
+    @click.command(name, context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def cmd(args):
+        raise click.ClickException(f"'{name}' is not available in this build of ccxml")
+    return cmd
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ccxml")
+def cli():
+    """ccxml: collective algorithms compiled to MSCCL XML and proven by a reference interpreter."""
+
+
+def main(argv=None):
+    """Entry point: usage errors and ClickExceptions exit 2 with one line, never a traceback."""
+    try:
+        rv = cli.main(args=argv, prog_name="ccxml", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("ccxml: aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.UsageError as e:
+        click.echo(f"ccxml: {e.format_message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as e:
+        click.echo(f"ccxml: {e.format_message()}", err=True)
+        sys.exit(2)
+    sys.exit(rv if isinstance(rv, int) else 0)
