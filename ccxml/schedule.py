@@ -7,7 +7,32 @@ while tokenizing (tabs, leading zeros, declarations, ...) are kept in ``Schedule
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+#: a number written the only way every reader agrees on: decimal, no sign but ``-``, no leading zero
+PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_STRTOL = re.compile(r"[ \t\n\v\f\r]*([+-]?)(?:(0[xX])([0-9a-fA-F]+)|(0)([0-7]*)|([1-9][0-9]*))?")
+
+
+def strtol0(raw: str) -> int:
+    """The value C's ``strtol(raw, NULL, 0)`` returns, without its clamping to ``long``.
+
+    Leading whitespace and a sign are skipped, ``0x`` means hex, a leading ``0`` means octal (so
+    ``"08"`` reads as 0 and ``"010"`` as 8), trailing junk is ignored and a non-number reads as 0.
+    Callers that must mimic the C int range check the magnitude themselves.
+    """
+    m = _STRTOL.match(raw)
+    sign, hx, hexdigits, zero, octdigits, dec = m.groups()
+    if hx:
+        value = int(hexdigits, 16)
+    elif zero:
+        value = int(octdigits, 8) if octdigits else 0
+    elif dec:
+        value = int(dec)
+    else:
+        return 0
+    return -value if sign == "-" else value
 
 
 @dataclass(slots=True)
@@ -47,8 +72,32 @@ class ScheduleGPU:
 
 @dataclass(slots=True)
 class LexicalIssue:
+    """Something the runtime's hand-written tokenizer reads differently from an XML parser.
+
+    ``fatal`` issues make every rank's load fail (tab between elements, XML declaration, ...);
+    the others are noted but the runtime accepts the file (e.g. an ignored unknown element).
+    """
     line: int
     message: str
+    fatal: bool = True
+    code: str = "lexical"
+
+
+@dataclass(slots=True)
+class MissingAttribute:
+    """A required-by-some-runtime attribute the runtime cannot see on an element.
+
+    Absent, or dropped because it came after the 16 attribute slots (§2.5). The element's field
+    in the model then holds 0 (or "" for strings). ``gpu``/``tb``/``step`` locate it (the step is
+    its position in the TB); ``element`` is "algo", "gpu", "tb" or "step".
+    """
+    element: str
+    attr: str
+    line: int
+    gpu: int | None = None
+    tb: int | None = None
+    step: int | None = None
+    dropped: bool = False   # present but beyond the 16 attribute slots
 
 
 @dataclass
@@ -59,17 +108,19 @@ class Schedule:
     gpus: list[ScheduleGPU] = field(default_factory=list)
     lexical: list[LexicalIssue] = field(default_factory=list)
     path: str = ""
+    #: attributes some element lacks (exec/rccl/legacy each decide which of them are required)
+    missing: list[MissingAttribute] = field(default_factory=list)
+    #: names of elements the runtime skips (e.g. TACCL's <copy>), with how often they occur
+    other_elements: dict[str, int] = field(default_factory=dict)
     # per-element attributes the runtime does not read but that ccxml writes (e.g. topology)
     extra: dict[str, str] = field(default_factory=dict)
 
     def _int(self, key: str, default: int | None = None) -> int | None:
+        """The attribute as the runtime reads it (``strtol(..., 0)``); ``default`` when absent."""
         raw = self.attrs.get(key)
         if raw is None:
             return default
-        try:
-            return int(raw, 0) if not raw.lstrip("-").startswith("0") or raw in ("0", "-0") else int(raw, 10)
-        except ValueError:
-            return default
+        return strtol0(raw)
 
     @property
     def name(self) -> str:
@@ -114,6 +165,13 @@ class Schedule:
     @property
     def root(self) -> int | None:
         return self._int("root", None)
+
+    def gpu_by_id(self) -> dict[int, ScheduleGPU]:
+        """``<gpu>`` elements by id; with duplicate ids the first one wins."""
+        out: dict[int, ScheduleGPU] = {}
+        for g in self.gpus:
+            out.setdefault(g.id, g)
+        return out
 
     @property
     def nsteps(self) -> int:
