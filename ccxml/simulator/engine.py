@@ -1,0 +1,490 @@
+"""Event-driven α-β-γ simulation of a loaded MSCCL schedule.
+
+Model (the "Hockney" model HCCL's documents use, applied step by step to the actual schedule):
+
+* **Links.** Every directed pair (sender, receiver) is one full-duplex link, independent of every
+  other link; all channels between the same two ranks share it. A transfer of b bytes occupies
+  the link for ``alpha + b·beta`` of the link's level (:meth:`ccxml.topology.Topology.link`) and
+  its data arrive at the receiver when it ends. Transfers on one link are served one at a time in
+  the order they are requested (ties: lowest (gpu, tb, step) first).
+* **Send/receive matching.** The k-th send-side step (``s rcs rrs rrcs``) of (a → b, chan c)
+  feeds the k-th receive-side step (``r rcs rrs rrc rrcs``) of (a → b, chan c), as the runtime's
+  FIFO connection does (msccl-runtime.md §9.3). Sends never wait for the receiver: buffering is
+  assumed unbounded (whether a schedule survives bounded FIFOs is the interpreter's question).
+* **A step**, run by its TB after the TB's previous step:
+
+  1. starts when its dependencies are released (``depid/deps`` plus those carried by the nops
+     before it; released when the target TB has *finished* a ``hasdep=1`` step whose runtime step
+     counter is ≥ ``deps``, msccl-runtime.md §8);
+  2. if it receives, waits until its matching data have arrived;
+  3. if it reduces (``rrc rrs rrcs re``), spends ``cnt·chunk·gamma`` (gamma of the receive link's
+     level; ``re`` uses the intra level);
+  4. if it sends (``s`` or the forwarding half of ``rcs rrs rrcs``), requests the link and is done
+     when its transfer has arrived (store-and-forward: a received chunk is forwarded only after it
+     has fully arrived and been reduced);
+  5. ``cpy`` is free; ``nop`` is not a step (its dependency moves to the next real step).
+
+  So a send occupies its TB for the whole transfer, and one pipeline hop of a reduce chain costs
+  ``alpha + b·beta + b·gamma`` — which makes HCCL's per-step formulas come out exactly.
+* **Bytes.** chunk bytes = n / (nchunksperloop · mult) with mult = ngpus for gather/scatter (where
+  n, as nccl-tests define it, is the whole gathered/scattered buffer) and 1 otherwise (allreduce:
+  the buffer; allgather: the output; reducescatter: the input; alltoall: the total send buffer —
+  the runtime's ``count·sizeMultiplier``, msccl-runtime.md §6). A step moves ``cnt`` chunks. The
+  runtime's slicing (the program replayed per slice) is not modelled: a step is one transfer.
+
+The result carries the makespan, per-rank and per-link busy time, and the critical path: the chain
+of steps, each released by the one before it (program order, a dependency, the arrival of its data,
+or its link becoming free), that ends at the makespan.
+"""
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from dataclasses import dataclass, field
+
+from ccxml.schedule import Schedule
+from ccxml.topology import INTER, INTRA, Topology
+from ccxml.wire import StepType
+
+#: collectives whose nccl-tests byte count is ngpus × the runtime's buffer (gather: the root's
+#: receive buffer; scatter: the root's send buffer)
+_PER_RANK_BUFFER = {"gather", "scatter"}
+
+#: nccl-tests bus-bandwidth factors, as functions of p
+BUSBW_FACTORS = {
+    "allreduce": lambda p: 2 * (p - 1) / p,
+    "allgather": lambda p: (p - 1) / p,
+    "reducescatter": lambda p: (p - 1) / p,
+    "alltoall": lambda p: (p - 1) / p,
+    "alltoallv": lambda p: (p - 1) / p,
+    "gather": lambda p: (p - 1) / p,
+    "scatter": lambda p: (p - 1) / p,
+    "broadcast": lambda p: 1.0,
+    "reduce": lambda p: 1.0,
+}
+
+
+class SimulationError(ValueError):
+    """The schedule cannot be simulated (malformed step, unmatched receive, deadlock, ...)."""
+
+
+def busbw_factor(coll: str, p: int) -> float:
+    """nccl-tests' bus-bandwidth factor for ``coll`` on ``p`` ranks (1 for unknown collectives)."""
+    f = BUSBW_FACTORS.get(coll)
+    return f(p) if f is not None and p > 0 else 1.0
+
+
+def chunk_bytes(coll: str, nbytes: float, nchunksperloop: int, ngpus: int) -> float:
+    """Bytes in one chunk when the collective moves ``nbytes`` (nccl-tests convention)."""
+    mult = ngpus if coll in _PER_RANK_BUFFER else 1
+    return nbytes / (nchunksperloop * mult)
+
+
+# ---- result types ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class PathStep:
+    """One step on the critical path; ``released_by`` says what it waited for last."""
+    gpu: int
+    tb: int
+    step: int            # position in the TB (= the XML ``s`` in well-formed files)
+    type: str
+    peer: int | None     # send peer for sending steps, else recv peer, else None
+    start: float
+    end: float
+    released_by: str     # "start", "program", "dependency", "data", "link"
+
+    def to_dict(self) -> dict:
+        return {"gpu": self.gpu, "tb": self.tb, "step": self.step, "type": self.type,
+                "peer": self.peer, "start_s": self.start, "end_s": self.end,
+                "released_by": self.released_by}
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStats:
+    src: int
+    dst: int
+    level: str
+    transfers: int
+    bytes: float
+    busy_s: float
+
+    def to_dict(self, makespan: float) -> dict:
+        return {"src": self.src, "dst": self.dst, "level": self.level, "transfers": self.transfers,
+                "bytes": self.bytes, "busy_s": self.busy_s,
+                "utilization": self.busy_s / makespan if makespan > 0 else 0.0}
+
+
+@dataclass(frozen=True, slots=True)
+class RankStats:
+    rank: int
+    finish_s: float      # when the rank's last step ends
+    busy_s: float        # time any of its links (either direction) or reductions is active
+    send_s: float        # sum of its outgoing transfer times
+    recv_s: float        # sum of its incoming transfer times
+    reduce_s: float      # sum of its reduction times
+
+    def to_dict(self) -> dict:
+        return {"rank": self.rank, "finish_s": self.finish_s, "busy_s": self.busy_s,
+                "send_s": self.send_s, "recv_s": self.recv_s, "reduce_s": self.reduce_s}
+
+
+@dataclass
+class SimResult:
+    """Outcome of one simulation at one message size."""
+    coll: str
+    nranks: int
+    nbytes: float
+    chunk_bytes: float
+    time_s: float
+    steps: int
+    transfers: int
+    critical_path: list[PathStep]
+    ranks: list[RankStats]
+    links: list[LinkStats]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def algbw(self) -> float:
+        """Bytes per second, n / t (nccl-tests ``algbw``)."""
+        return self.nbytes / self.time_s if self.time_s > 0 else float("inf")
+
+    @property
+    def busbw(self) -> float:
+        return self.algbw * busbw_factor(self.coll, self.nranks)
+
+    def to_dict(self) -> dict:
+        return {"coll": self.coll, "nranks": self.nranks, "bytes": self.nbytes,
+                "chunk_bytes": self.chunk_bytes, "time_s": self.time_s,
+                "algbw_GBps": self.algbw / 1e9, "busbw_GBps": self.busbw / 1e9,
+                "steps": self.steps, "transfers": self.transfers,
+                "critical_path": [s.to_dict() for s in self.critical_path],
+                "ranks": [r.to_dict() for r in self.ranks],
+                "link_busy": [ln.to_dict(self.time_s) for ln in self.links],
+                "warnings": list(self.warnings)}
+
+
+# ---- the engine ----------------------------------------------------------------------------
+
+_SENDS = {t.value for t in StepType if t.sends}
+_RECEIVES = {t.value for t in StepType if t.receives}
+_REDUCES = {t.value for t in StepType if t.reduces}
+_KNOWN = {t.value for t in StepType}
+
+# why an op's time was what it was
+_START, _PROGRAM, _DEP, _DATA, _LINK = "start", "program", "dependency", "data", "link"
+
+
+class _Op:
+    """One real step of one TB, with its simulated times."""
+    __slots__ = ("gpu", "tb", "index", "type", "cnt", "deps", "hasdep", "counter", "sends",
+                 "receives", "reduces", "start", "end", "pred", "why", "recv_key", "recv_slot",
+                 "t_ready", "xfer_start", "reduce_s", "recv_level")
+
+    def __init__(self, gpu, tb, index, type_, cnt, deps, hasdep, counter):
+        self.gpu, self.tb, self.index, self.type, self.cnt = gpu, tb, index, type_, cnt
+        self.deps, self.hasdep, self.counter = deps, hasdep, counter
+        self.sends = type_ in _SENDS
+        self.receives = type_ in _RECEIVES
+        self.reduces = type_ in _REDUCES
+        self.start = self.end = self.t_ready = self.xfer_start = 0.0
+        self.reduce_s = 0.0
+        self.pred = None
+        self.why = _START
+        self.recv_key = None
+        self.recv_slot = -1
+        self.recv_level = INTRA
+
+
+class _TB:
+    __slots__ = ("gpu", "id", "send", "recv", "chan", "ops", "pc", "phase", "t", "published",
+                 "pub_counters", "last")
+
+    def __init__(self, gpu, tb):
+        self.gpu, self.id, self.send, self.recv, self.chan = gpu, tb.id, tb.send, tb.recv, tb.chan
+        self.ops: list[_Op] = []
+        self.pc = 0
+        self.phase = 0
+        self.t = 0.0
+        self.published: list[tuple[float, _Op]] = []   # (time, op) of finished hasdep steps
+        self.pub_counters: list[int] = []               # their step counters (non-decreasing)
+        self.last: _Op | None = None
+
+
+def _compile_tb(gpu: int, tb) -> _TB:
+    """The TB's real steps with nop-carried dependencies and the runtime's step counter."""
+    out = _TB(gpu, tb)
+    pending: list[tuple[int, int]] = []
+    counter = 0
+    for index, st in enumerate(tb.steps):
+        if st.type not in _KNOWN:
+            raise SimulationError(f"gpu {gpu} tb {tb.id} step {index}: unknown step type {st.type!r}")
+        if st.type == StepType.NOP.value:
+            if st.depid >= 0:
+                pending.append((st.depid, st.deps))
+            continue
+        deps = pending + ([(st.depid, st.deps)] if st.depid >= 0 else [])
+        pending = []
+        value = counter + max(0, len(deps) - 1)
+        op = _Op(gpu, tb.id, index, st.type, st.cnt, deps, st.hasdep == 1, value)
+        if op.sends and tb.send < 0:
+            raise SimulationError(f"gpu {gpu} tb {tb.id} step {index}: {st.type} sends but the TB "
+                                  f"has send=-1")
+        if op.receives and tb.recv < 0:
+            raise SimulationError(f"gpu {gpu} tb {tb.id} step {index}: {st.type} receives but the "
+                                  f"TB has recv=-1")
+        if st.cnt < 0:
+            raise SimulationError(f"gpu {gpu} tb {tb.id} step {index}: negative cnt {st.cnt}")
+        out.ops.append(op)
+        counter = value + 1
+    return out
+
+
+class _Engine:
+    def __init__(self, schedule: Schedule, nbytes: float, topology: Topology):
+        self.schedule = schedule
+        p = schedule.ngpus or len(schedule.gpus)
+        self.p = p
+        topology.check_ranks(p)
+        self.topology = topology
+        C = schedule.nchunksperloop
+        if C <= 0:
+            raise SimulationError(f"nchunksperloop must be > 0 to size chunks, got {C}")
+        if nbytes < 0:
+            raise SimulationError(f"message size must be >= 0 bytes, got {nbytes}")
+        self.coll = schedule.coll
+        self.nbytes = nbytes
+        self.cb = chunk_bytes(self.coll, nbytes, C, p)
+        self.tbs: dict[tuple[int, int], _TB] = {}
+        for g in schedule.gpus:
+            if not 0 <= g.id < p:
+                raise SimulationError(f"gpu id {g.id} is outside 0..{p - 1}")
+            for tb in g.tbs:
+                if (g.id, tb.id) in self.tbs:
+                    raise SimulationError(f"gpu {g.id} has two TBs with id {tb.id}")
+                for peer, what in ((tb.send, "send"), (tb.recv, "recv")):
+                    if peer >= p or peer == g.id or peer < -1:
+                        raise SimulationError(f"gpu {g.id} tb {tb.id}: {what} peer {peer} is not "
+                                              f"another rank in 0..{p - 1}")
+                self.tbs[(g.id, tb.id)] = _compile_tb(g.id, tb)
+        for (gid, tid), tb in self.tbs.items():
+            for op in tb.ops:
+                for d, _ in op.deps:
+                    if (gid, d) not in self.tbs:
+                        raise SimulationError(f"gpu {gid} tb {tid} step {op.index}: depid {d} is "
+                                              f"not a TB of this GPU")
+        self.levels: dict[tuple[int, int], str] = {}
+        self.heap: list = []
+        self.ready: list[_TB] = []
+        self.link_free: dict[tuple[int, int], tuple[float, _Op | None]] = {}
+        self.arrivals: dict[tuple[int, int, int], list[tuple[float, _Op]]] = {}
+        self.recv_taken: dict[tuple[int, int, int], int] = {}
+        self.fifo_waiters: dict[tuple[int, int, int, int], _TB] = {}
+        self.dep_waiters: dict[tuple[int, int], list[_TB]] = {}
+        self.xfers: list[tuple[int, int, float, float, float]] = []    # src, dst, start, end, bytes
+        self.reductions: list[tuple[int, float, float]] = []          # gpu, start, end
+
+    def level(self, a: int, b: int) -> str:
+        key = (a, b)
+        lv = self.levels.get(key)
+        if lv is None:
+            lv = self.levels[key] = self.topology.level(a, b)
+        return lv
+
+    # -- driving ---------------------------------------------------------------------------
+    def run(self) -> None:
+        for key in sorted(self.tbs):
+            self.ready.append(self.tbs[key])
+        self._drain()
+        while self.heap:
+            t_req, gpu, tid, pc = heapq.heappop(self.heap)
+            self._grant(self.tbs[(gpu, tid)], t_req)
+            self._drain()
+        stuck = [tb for _, tb in sorted(self.tbs.items()) if tb.pc < len(tb.ops)]
+        if stuck:
+            raise SimulationError("deadlock: " + "; ".join(self._why_stuck(tb) for tb in stuck[:3])
+                                  + (f"; ... ({len(stuck)} TBs stuck)" if len(stuck) > 3 else ""))
+
+    def _drain(self) -> None:
+        while self.ready:
+            self._advance(self.ready.pop())
+
+    def _why_stuck(self, tb: _TB) -> str:
+        op = tb.ops[tb.pc]
+        where = f"gpu {tb.gpu} tb {tb.id} step {op.index} ({op.type})"
+        if tb.phase == 0:
+            for d, v in op.deps:
+                if self._published(self.tbs[(tb.gpu, d)], v) is None:
+                    return f"{where} waits for tb {d} to reach step {v} with hasdep=1"
+        return f"{where} waits for data from gpu {tb.recv} on chan {tb.chan} that is never sent"
+
+    @staticmethod
+    def _published(tb: _TB, value: int):
+        """(time, op) of the first finished hasdep step of ``tb`` with counter >= value."""
+        i = bisect_left(tb.pub_counters, value)
+        return tb.published[i] if i < len(tb.published) else None
+
+    def _advance(self, tb: _TB) -> None:
+        """Run ``tb`` forward until it blocks (dependency, missing data, link request) or ends."""
+        while tb.pc < len(tb.ops):
+            op = tb.ops[tb.pc]
+            if tb.phase == 0:                       # dependencies
+                start, pred, why = tb.t, tb.last, (_PROGRAM if tb.last is not None else _START)
+                for d, v in op.deps:
+                    target = self.tbs[(tb.gpu, d)]
+                    hit = self._published(target, v)
+                    if hit is None:
+                        self.dep_waiters.setdefault((tb.gpu, d), []).append(tb)
+                        return
+                    if hit[0] > start or (hit[0] == start and why != _DEP):
+                        start, pred, why = hit[0], hit[1], _DEP
+                op.start, op.pred, op.why = start, pred, why
+                op.t_ready = start
+                tb.phase = 1
+                if op.receives:
+                    key = (tb.recv, tb.gpu, tb.chan)
+                    slot = self.recv_taken.get(key, 0)
+                    self.recv_taken[key] = slot + 1
+                    op.recv_key, op.recv_slot = key, slot
+                    op.recv_level = self.level(tb.recv, tb.gpu)
+            if tb.phase == 1:                       # data arrival, then reduction
+                t = op.t_ready
+                if op.receives:
+                    got = self.arrivals.get(op.recv_key)
+                    if got is None or len(got) <= op.recv_slot:
+                        self.fifo_waiters[op.recv_key + (op.recv_slot,)] = tb
+                        return
+                    arrival, sender = got[op.recv_slot]
+                    if arrival >= t:
+                        t, op.pred, op.why = arrival, sender, _DATA
+                if op.reduces:
+                    lvl = op.recv_level if op.receives else INTRA
+                    dt = op.cnt * self.cb * self.topology.params(lvl).gamma
+                    if dt > 0:
+                        self.reductions.append((tb.gpu, t, t + dt))
+                    op.reduce_s = dt
+                    t += dt
+                op.t_ready = t
+                tb.phase = 2
+                if op.sends:
+                    heapq.heappush(self.heap, (t, tb.gpu, tb.id, tb.pc))
+                    return
+            if tb.phase == 2 and op.sends:          # waiting for the link grant
+                return
+            self._finish(tb, op, op.t_ready)
+
+    def _grant(self, tb: _TB, t_req: float) -> None:
+        """Give the link to ``tb``'s current (sending) step, requested at ``t_req``."""
+        op = tb.ops[tb.pc]
+        dst = tb.send
+        link = (tb.gpu, dst)
+        free, last = self.link_free.get(link, (0.0, None))
+        start = t_req
+        if free > t_req:
+            start, op.pred, op.why = free, last, _LINK
+        nb = op.cnt * self.cb
+        end = start + self.topology.params(self.level(tb.gpu, dst)).transfer(nb)
+        self.link_free[link] = (end, op)
+        op.xfer_start = start
+        self.xfers.append((tb.gpu, dst, start, end, nb))
+        key = (tb.gpu, dst, tb.chan)
+        lst = self.arrivals.setdefault(key, [])
+        lst.append((end, op))
+        waiter = self.fifo_waiters.pop(key + (len(lst) - 1,), None)
+        if waiter is not None:
+            self.ready.append(waiter)
+        self._finish(tb, op, end)
+        self.ready.append(tb)
+
+    def _finish(self, tb: _TB, op: _Op, t: float) -> None:
+        op.end = t
+        tb.t = t
+        tb.last = op
+        tb.pc += 1
+        tb.phase = 0
+        if op.hasdep:
+            if not tb.pub_counters or op.counter >= tb.pub_counters[-1]:
+                tb.pub_counters.append(op.counter)
+                tb.published.append((t, op))
+            waiters = self.dep_waiters.pop((tb.gpu, tb.id), None)
+            if waiters:
+                self.ready.extend(waiters)
+
+    # -- results ---------------------------------------------------------------------------
+    def result(self) -> SimResult:
+        ops = [op for _, tb in sorted(self.tbs.items()) for op in tb.ops]
+        makespan = max((op.end for op in ops), default=0.0)
+        path: list[PathStep] = []
+        if ops:
+            # the path ends at a step finishing at the makespan that no other such step waited
+            # for (a zero-length receive finishing with its sender is the later link in the chain)
+            enders = [o for o in ops if o.end == makespan]
+            waited = {id(o.pred) for o in enders if o.pred is not None}
+            last = next((o for o in enders if id(o) not in waited), enders[0])
+            seen = set()
+            op = last
+            while op is not None and id(op) not in seen:
+                seen.add(id(op))
+                tb = self.tbs[(op.gpu, op.tb)]
+                peer = tb.send if op.sends else tb.recv if op.receives else None
+                path.append(PathStep(op.gpu, op.tb, op.index, op.type, peer, op.start, op.end,
+                                     op.why))
+                op = op.pred
+            path.reverse()
+        p = self.p
+        links: dict[tuple[int, int], list] = {}
+        per_rank_iv: dict[int, list[tuple[float, float]]] = {r: [] for r in range(p)}
+        send_s = [0.0] * p
+        recv_s = [0.0] * p
+        red_s = [0.0] * p
+        for src, dst, s, e, nb in self.xfers:
+            acc = links.setdefault((src, dst), [0, 0.0, 0.0])
+            acc[0] += 1
+            acc[1] += nb
+            acc[2] += e - s
+            send_s[src] += e - s
+            recv_s[dst] += e - s
+            per_rank_iv[src].append((s, e))
+            per_rank_iv[dst].append((s, e))
+        for g, s, e in self.reductions:
+            red_s[g] += e - s
+            per_rank_iv[g].append((s, e))
+        finish = [0.0] * p
+        for op in ops:
+            if 0 <= op.gpu < p:
+                finish[op.gpu] = max(finish[op.gpu], op.end)
+        ranks = [RankStats(r, finish[r], _union(per_rank_iv[r]), send_s[r], recv_s[r], red_s[r])
+                 for r in range(p)]
+        link_stats = [LinkStats(a, b, self.level(a, b), v[0], v[1], v[2])
+                      for (a, b), v in sorted(links.items())]
+        warnings = []
+        leftover = sum(len(v) for v in self.arrivals.values()) - sum(self.recv_taken.values())
+        if leftover > 0:
+            warnings.append(f"{leftover} transfer(s) are never received")
+        return SimResult(self.coll, p, self.nbytes, self.cb, makespan, len(ops), len(self.xfers),
+                         path, ranks, link_stats, warnings)
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        elif e > cur_e:
+            cur_e = e
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def simulate_schedule(schedule: Schedule, nbytes: float, topology: Topology) -> SimResult:
+    """Simulate ``schedule`` moving ``nbytes`` (nccl-tests convention) on ``topology``."""
+    eng = _Engine(schedule, nbytes, topology)
+    eng.run()
+    return eng.result()
+
+
+__all__ = ["SimResult", "SimulationError", "PathStep", "LinkStats", "RankStats", "busbw_factor",
+           "chunk_bytes", "simulate_schedule", "BUSBW_FACTORS", "INTER", "INTRA"]
