@@ -1,0 +1,272 @@
+"""The Chunk API: write a collective as moves of chunks between ranks.
+
+A :class:`Program` names the collective and its buffers; :meth:`Program.chunk` returns a
+:class:`Chunk`, a range of ``size`` consecutive chunks of one buffer on one rank. Operations on
+chunks issue IR steps (:mod:`ccxml.ir`):
+
+===========================  ==========================================================
+``a.copy(b)``                same rank: ``cpy``; other rank: ``copy_diff`` (``s`` + ``r``)
+``a.copy_diff(b)``           a matched send on a's rank and receive on b's rank
+``a.send(b)``                same as ``copy_diff`` (the seed design's name for the pair)
+``a.reduce(b)``              b ⊕= a. Same rank: ``re``; other rank: ``s`` + ``rrc``
+``a.reduce(b, out=c)``       c = b ⊕ a, c on b's rank (receive-reduce-copy into c)
+===========================  ==========================================================
+
+Every operation returns the chunk that now holds the result, so chains read naturally:
+``prog.chunk(0, I, 3).copy(prog.chunk(1, O, 3)).copy(prog.chunk(2, O, 3))``.
+
+Dependencies are collected while the API is called (phase one of the two-phase build): a step
+that reads a chunk depends on its last writer on that rank, a step that writes it also on the
+readers since. The passes place the steps in thread blocks, fuse receive+send pairs into
+``rcs``/``rrcs``/``rrs`` and number everything when the schedule is compiled.
+
+There is no global "current program": every chunk knows its program.
+"""
+from __future__ import annotations
+
+from ccxml.collectives import Collective
+from ccxml.ir import Algo, IRError, Step
+from ccxml.wire import Buffer, Coll, Proto, StepType
+
+
+class ChunkError(ValueError):
+    """A Chunk API call is invalid (out-of-range index, size mismatch, wrong rank...)."""
+
+
+class Chunk:
+    """``size`` consecutive chunks at ``index`` of buffer ``chunk_type`` on rank ``gpu_id``."""
+
+    __slots__ = ("algo", "gpu_id", "chunk_type", "index", "size", "program")
+
+    def __init__(self, program: "Program", gpu_id: int, chunk_type: Buffer, index: int, size: int):
+        self.program = program
+        self.algo = program.algo
+        self.gpu_id = gpu_id
+        self.chunk_type = chunk_type
+        self.index = index
+        self.size = size
+
+    @property
+    def ref(self) -> tuple[Buffer, int]:
+        return self.chunk_type, self.index
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Chunk) and other.program is self.program
+                and (other.gpu_id, other.chunk_type, other.index, other.size)
+                == (self.gpu_id, self.chunk_type, self.index, self.size))
+
+    def __hash__(self) -> int:
+        return hash((self.gpu_id, self.chunk_type, self.index, self.size))
+
+    def __repr__(self) -> str:
+        return f"Chunk(rank={self.gpu_id}, {self.chunk_type.name.lower()}[{self.index}:+{self.size}])"
+
+    def _check_size(self, other: "Chunk") -> None:
+        if other.program is not self.program:
+            raise ChunkError("chunks of two different programs cannot be combined")
+        if other.size != self.size:
+            raise ChunkError(f"size mismatch: {self} has {self.size} chunks, {other} has {other.size}")
+
+    # ---- operations ---------------------------------------------------------------------
+    def copy(self, dst: "Chunk", chan: int = 0) -> "Chunk":
+        """Copy into ``dst`` (a ``cpy`` on one rank, a send/receive pair across ranks)."""
+        self._check_size(dst)
+        if dst.gpu_id != self.gpu_id:
+            return self.copy_diff(dst, chan)
+        if dst.ref == self.ref:
+            return dst
+        self.program._issue(StepType.COPY, self.gpu_id, src=self.ref, dst=dst.ref, cnt=self.size,
+                            chan=chan)
+        return dst
+
+    def copy_diff(self, dst: "Chunk", chan: int = 0) -> "Chunk":
+        """Send to another rank: ``s`` on this rank matched with ``r`` into ``dst`` on its rank."""
+        self._check_size(dst)
+        if dst.gpu_id == self.gpu_id:
+            raise ChunkError(f"copy_diff needs two ranks, both chunks are on rank {self.gpu_id}")
+        prog = self.program
+        send = prog._issue(StepType.SEND, self.gpu_id, src=self.ref, cnt=self.size,
+                           send_peer=dst.gpu_id, chan=chan)
+        recv = prog._issue(StepType.RECV, dst.gpu_id, dst=dst.ref, cnt=self.size,
+                           recv_peer=self.gpu_id, chan=chan)
+        send.send_to, recv.recv_from = recv, send
+        return dst
+
+    send = copy_diff
+
+    def reduce(self, dst: "Chunk", chan: int = 0, out: "Chunk | None" = None) -> "Chunk":
+        """Combine this chunk into ``dst``: ``out`` (default ``dst``) = ``dst`` ⊕ this.
+
+        Same rank: a local ``re`` (after a ``cpy`` of ``dst`` into ``out`` if they differ).
+        Other rank: a send here and a receive-reduce-copy (``rrc``) on ``dst``'s rank whose local
+        operand is ``dst`` and whose destination is ``out``.
+        """
+        self._check_size(dst)
+        out = dst if out is None else out
+        dst._check_size(out)
+        if out.gpu_id != dst.gpu_id:
+            raise ChunkError(f"reduce: out {out} must be on the rank of dst {dst}")
+        prog = self.program
+        if dst.gpu_id == self.gpu_id:
+            if out.ref != dst.ref:
+                dst.copy(out, chan)
+            prog._issue(StepType.REDUCE, self.gpu_id, src=self.ref, dst=out.ref, cnt=self.size,
+                        chan=chan)
+            return out
+        send = prog._issue(StepType.SEND, self.gpu_id, src=self.ref, cnt=self.size,
+                           send_peer=dst.gpu_id, chan=chan)
+        recv = prog._issue(StepType.RECV_REDUCE_COPY, dst.gpu_id, src=dst.ref, dst=out.ref,
+                           cnt=self.size, recv_peer=self.gpu_id, chan=chan)
+        send.send_to, recv.recv_from = recv, send
+        return out
+
+    def split(self, n: int) -> list["Chunk"]:
+        """Cut into ``n`` equal consecutive pieces."""
+        if n < 1 or self.size % n:
+            raise ChunkError(f"cannot split {self} into {n} equal pieces")
+        k = self.size // n
+        return [Chunk(self.program, self.gpu_id, self.chunk_type, self.index + i * k, k)
+                for i in range(n)]
+
+
+class _Access:
+    """Per-rank record of the last writer and the readers since, per (buffer, chunk)."""
+
+    __slots__ = ("writer", "readers")
+
+    def __init__(self):
+        self.writer: Step | None = None
+        self.readers: list[Step] = []
+
+
+class Program:
+    """A collective being written with the Chunk API; compiles to an :class:`ccxml.ir.Algo`."""
+
+    def __init__(self, name: str, coll: Coll | str, ngpus: int, nchunksperloop: int, *,
+                 proto: Proto | str = Proto.SIMPLE, inplace: bool = False, root: int | None = None,
+                 counts=None, min_bytes: int = 0, max_bytes: int = 0,
+                 extra_attrs: dict[str, str] | None = None):
+        coll = Coll(coll)
+        proto = Proto(proto)
+        if ngpus < 2:
+            raise ChunkError(f"a collective needs at least 2 ranks, got {ngpus}")
+        if nchunksperloop < 1:
+            raise ChunkError(f"nchunksperloop must be >= 1, got {nchunksperloop}")
+        self.collective = Collective(coll, ngpus, nchunksperloop, root if coll.rooted else None,
+                                     tuple(tuple(r) for r in counts) if counts is not None else None)
+        self.inplace = inplace
+        self.algo = Algo(name, coll, ngpus, nchunksperloop, proto=proto, inplace=inplace,
+                         min_bytes=min_bytes, max_bytes=max_bytes,
+                         root=root if coll.rooted else None, extra_attrs=extra_attrs)
+        for gpu in self.algo.gpus:
+            i, o = self.collective.input_chunks(gpu.id), self.collective.output_chunks(gpu.id)
+            if inplace:
+                # one buffer holds both; the other is declared empty like real in-place files
+                if coll in (Coll.ALLGATHER, Coll.GATHER):
+                    i = 0
+                else:
+                    o = 0
+            gpu.input_chunks, gpu.output_chunks = i, o
+        self._seq = 0
+        self._access: list[dict[tuple[Buffer, int], _Access]] = [{} for _ in range(ngpus)]
+        self._compiled: str | bool = False
+
+    @property
+    def ngpus(self) -> int:
+        return self.algo.ngpus
+
+    # ---- chunks -------------------------------------------------------------------------
+    def chunk(self, rank: int, buffer: Buffer | str, index: int, size: int = 1) -> Chunk:
+        """The chunk range ``buffer[index:index+size]`` of ``rank``.
+
+        In an in-place program the input and output are one buffer (runtime §7): the reference
+        is translated to the buffer the file uses, so algorithms are written once.
+        """
+        buffer = Buffer(buffer)
+        if not 0 <= rank < self.ngpus:
+            raise ChunkError(f"rank {rank} out of range 0..{self.ngpus - 1}")
+        if size < 1:
+            raise ChunkError(f"chunk size must be >= 1, got {size}")
+        coll = self.collective
+        if buffer is Buffer.SCRATCH:
+            if index < 0:
+                raise ChunkError(f"scratch index {index} < 0")
+            return Chunk(self, rank, buffer, index, size)
+        limit = coll.input_chunks(rank) if buffer is Buffer.INPUT else coll.output_chunks(rank)
+        if index < 0 or index + size > limit:
+            raise ChunkError(f"{buffer.name.lower()}[{index}:+{size}] out of range on rank {rank} "
+                             f"({limit} chunks)")
+        if self.inplace:
+            shift = coll.inplace_input_offset(rank)   # input j == output j + shift
+            if coll.coll in (Coll.ALLGATHER, Coll.GATHER) and buffer is Buffer.INPUT:
+                buffer, index = Buffer.OUTPUT, index + shift
+            elif coll.coll not in (Coll.ALLGATHER, Coll.GATHER) and buffer is Buffer.OUTPUT:
+                buffer, index = Buffer.INPUT, index - shift
+        return Chunk(self, rank, buffer, index, size)
+
+    def input(self, rank: int, index: int, size: int = 1) -> Chunk:
+        return self.chunk(rank, Buffer.INPUT, index, size)
+
+    def output(self, rank: int, index: int, size: int = 1) -> Chunk:
+        return self.chunk(rank, Buffer.OUTPUT, index, size)
+
+    def scratch(self, rank: int, index: int, size: int = 1) -> Chunk:
+        return self.chunk(rank, Buffer.SCRATCH, index, size)
+
+    # ---- step issue (phase one of the dependency build) ----------------------------------
+    def _issue(self, type: StepType, gpu: int, *, src=None, dst=None, cnt: int = 1,
+               send_peer: int = -1, recv_peer: int = -1, chan: int = 0) -> Step:
+        if self._compiled:
+            raise ChunkError("the program is already compiled; build a new Program to add steps")
+        if chan < 0:
+            raise ChunkError(f"channel must be >= 0, got {chan}")
+        step = Step(type, gpu, src=src, dst=dst, cnt=cnt, send_peer=send_peer,
+                    recv_peer=recv_peer, chan=chan, original_index=self._seq)
+        self._seq += 1
+        table = self._access[gpu]
+        for buf, lo, hi in step.reads():
+            for i in range(lo, hi):
+                acc = table.get((buf, i))
+                if acc is not None and acc.writer is not None:
+                    step.add_dep(acc.writer)
+        for buf, lo, hi in step.writes():
+            for i in range(lo, hi):
+                acc = table.get((buf, i))
+                if acc is None:
+                    continue
+                if acc.writer is not None:
+                    step.add_dep(acc.writer)
+                for reader in acc.readers:
+                    step.add_dep(reader)
+        for buf, lo, hi in step.reads():
+            for i in range(lo, hi):
+                acc = table.get((buf, i))
+                if acc is None:
+                    acc = table[(buf, i)] = _Access()
+                acc.readers.append(step)
+        for buf, lo, hi in step.writes():
+            for i in range(lo, hi):
+                acc = table.get((buf, i))
+                if acc is None:
+                    acc = table[(buf, i)] = _Access()
+                acc.writer = step
+                acc.readers = []
+        self.algo.gpus[gpu].pending.append(step)
+        return step
+
+    # ---- compilation --------------------------------------------------------------------
+    def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True) -> Algo:
+        """Run the passes once (thread blocks, order, fusion, profile limits, dependencies)."""
+        if not self._compiled:
+            self.algo.build_all_dependencies(merge_rcs=merge_rcs, sort=sort, target=target)
+            self._compiled = target
+        elif self._compiled != target:
+            raise ChunkError(f"this program was compiled for target {self._compiled!r}; "
+                             f"build it again to compile for {target!r}")
+        return self.algo
+
+    def to_xml(self, target: str = "exec", **options) -> str:
+        return self.compile(target, **options).to_xml(target=target)
+
+
+__all__ = ["Chunk", "ChunkError", "IRError", "Program"]

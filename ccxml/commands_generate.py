@@ -1,0 +1,107 @@
+"""``ccxml generate`` and ``ccxml list``."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ccxml.wire import PROFILES, Coll, Proto
+
+COLL_NAMES = [c.value for c in Coll]
+
+
+def _fail(message: str):
+    raise click.ClickException(message)
+
+
+def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", root=None,
+                  counts=None, topology=None, merge_rcs: bool = True, **options):
+    """Build, compile and export; returns (xml text, compiled Algo). Raises ValueError subclasses."""
+    from ccxml.algorithm import Options
+    from ccxml.algorithms import build
+    prog = build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
+                 topology=topology)
+    algo = prog.compile(target, merge_rcs=merge_rcs)
+    from ccxml.export import to_xml
+    return to_xml(algo, target), algo
+
+
+@click.command("generate")
+@click.argument("algorithm")
+@click.option("--ranks", "-n", type=int, default=None, help="Number of ranks (GPUs).")
+@click.option("--coll", "-c", type=click.Choice(COLL_NAMES), default="allreduce", show_default=True)
+@click.option("--root", type=int, default=None, help="Root rank of broadcast/reduce/gather/scatter (default 0).")
+@click.option("--channels", type=int, default=1, show_default=True, help="Parallel instances, one channel each.")
+@click.option("--proto", type=click.Choice([p.value for p in Proto]), default="Simple", show_default=True)
+@click.option("--target", type=click.Choice(list(PROFILES)), default="exec", show_default=True,
+              help="Runtime whose limits the file must meet.")
+@click.option("--inplace/--outofplace", default=False, help="In-place or out-of-place call form.")
+@click.option("--min-bytes", type=int, default=0, show_default=True)
+@click.option("--max-bytes", type=int, default=0, show_default=True, help="0 = unlimited.")
+@click.option("--counts", type=click.Path(dir_okay=False), default=None,
+              help="alltoallv: CSV file with a PxP matrix of chunk counts.")
+@click.option("--no-fuse", is_flag=True, help="Do not fuse receive+send into rcs/rrs/rrcs.")
+@click.option("--verify", "do_verify", is_flag=True, help="Verify the written file with the interpreter.")
+@click.option("-o", "--output", default=None, help="Output path, or - for stdout (default out/<algo>_<coll>_<N>.xml).")
+def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
+             counts, no_fuse, do_verify, output):
+    """Generate ALGORITHM's MSCCL XML for a collective."""
+    if ranks is None:
+        _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
+    matrix = None
+    if counts is not None:
+        from ccxml.collectives import parse_counts
+        try:
+            with open(counts, encoding="utf-8") as f:
+                matrix = parse_counts(f.read())
+        except OSError as e:
+            _fail(f"cannot read --counts {counts}: {e.strerror}")
+        except ValueError as e:
+            _fail(f"--counts {counts}: {e}")
+    if Coll(coll).rooted and root is None:
+        root = 0
+    try:
+        text, algo = generate_text(algorithm, coll, ranks, target=target, root=root, counts=matrix,
+                                   merge_rcs=not no_fuse, channels=channels, proto=proto,
+                                   inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
+    except ValueError as e:
+        _fail(str(e))
+    if output == "-":
+        sys.stdout.write(text)
+        where = "stdout"
+    else:
+        path = output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml")
+        from ccxml.export import write_atomic
+        try:
+            write_atomic(path, text)
+        except OSError as e:
+            _fail(f"cannot write {path}: {e.strerror}")
+        where = path
+    ntbs = sum(len(g.tbs) for g in algo.gpus)
+    nsteps = sum(len(tb.steps) for g in algo.gpus for tb in g.tbs)
+    window = f"{algo.minBytes}..{algo.maxBytes or 'unlimited'}"
+    click.echo(f"wrote {where}: {algorithm} {coll}, {ranks} ranks, {ntbs} TBs, {nsteps} steps, "
+               f"{algo.nchannels} channels, bytes {window}, target {target}",
+               err=output == "-")
+    if do_verify:
+        from ccxml.interpreter import verify as run_verify
+        report = run_verify(text, target=target, root=root, counts=matrix)
+        if not report.ok:
+            click.echo(f"FAIL {where}: {report.first_reason}", err=True)
+            sys.exit(1)
+        click.echo(f"PASS {where}", err=output == "-")
+
+
+@click.command("list")
+def list_algorithms():
+    """Show which collectives each algorithm supports."""
+    from ccxml.algorithms import available
+    mods = available()
+    short = {"allreduce": "AR", "allgather": "AG", "reducescatter": "RS", "alltoall": "A2A",
+             "alltoallv": "A2AV", "broadcast": "BC", "reduce": "RD", "gather": "GA", "scatter": "SC"}
+    width = max(len(n) for n in mods) + 2
+    click.echo(" " * width + " ".join(f"{short[c]:>4}" for c in COLL_NAMES))
+    for name, mod in mods.items():
+        marks = " ".join(f"{'x' if Coll(c) in mod.COLLECTIVES else '.':>4}" for c in COLL_NAMES)
+        click.echo(f"{name:<{width}}{marks}")

@@ -1,0 +1,133 @@
+"""The MSCCL XML writer: the only module that knows the attribute names ccxml writes.
+
+Output follows the runtimes' hand-written tokenizer (msccl-runtime.md §2, §13): no XML
+declaration, no tabs, one element per line with two-space indentation, ``k="v"`` with double
+quotes and single spaces, plain decimal integers, self-closing ``<step/>``, nops written as real
+files do (``srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0"``). The same IR always gives
+the same bytes.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from lxml import etree
+
+from ccxml.ir import Algo, GPU, Step
+from ccxml.passes.splitting import LimitError
+from ccxml.wire import LEGACY_COLL_NAMES, Buffer, Coll, StepType
+
+LEGACY_COLLS = {Coll.ALLREDUCE, Coll.ALLGATHER, Coll.REDUCESCATTER, Coll.ALLTOALL,
+                Coll.BROADCAST, Coll.REDUCE}
+LEGACY_DEFAULT_MAX_BYTES = 2**31 - 1
+ALGO_ATTRS = ("name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace",
+              "outofplace", "minBytes", "maxBytes")
+STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps",
+              "hasdep")
+
+
+def _side(step: Step | None, which: str) -> tuple[Buffer, int] | None:
+    if step is None:
+        return None
+    return step.src if which == "src" else step.dst
+
+
+def step_attrs(step: Step) -> dict[str, str]:
+    """The ``<step>`` attributes, in the order real files use."""
+    t = step.type
+    if t is StepType.NOP:
+        src, dst, cnt = (Buffer.INPUT, -1), (Buffer.OUTPUT, -1), 0
+    else:
+        src, dst, cnt = step.src, step.dst, step.cnt
+        if t is StepType.SEND:          # the sender names the receiver's destination
+            dst = _side(step.send_to, "dst") or src
+        elif t is StepType.RECV:        # the receiver names the sender's source
+            src = _side(step.recv_from, "src") or _side(step.recv_from, "dst") or dst
+        elif t is StepType.RECV_REDUCE_SEND and dst is None:
+            dst = _side(step.send_to, "dst") or src
+        src = src or dst
+        dst = dst or src
+    return {"s": str(step.s), "type": t.value, "srcbuf": src[0].value, "srcoff": str(src[1]),
+            "dstbuf": dst[0].value, "dstoff": str(dst[1]), "cnt": str(cnt),
+            "depid": str(step.depid), "deps": str(step.deps), "hasdep": str(step.hasdep)}
+
+
+def step_element(step: Step) -> etree._Element:
+    return etree.Element("step", step_attrs(step))
+
+
+def scratch_chunks(gpu: GPU) -> int:
+    top = 0
+    for tb in gpu.tbs:
+        for st in tb.steps:
+            if st.type is StepType.NOP:
+                continue
+            for side in (st.src, st.dst):
+                if side is not None and side[0] is Buffer.SCRATCH:
+                    top = max(top, side[1] + st.cnt)
+    return top
+
+
+def algo_attrs(algo: Algo, target: str) -> dict[str, str]:
+    coll = algo.coll.value
+    max_bytes = algo.maxBytes
+    if target == "legacy":
+        if algo.coll not in LEGACY_COLLS:
+            raise LimitError(f"the legacy runtime has no {coll} collective: use --target exec")
+        coll = LEGACY_COLL_NAMES.get(algo.coll, coll)
+        if max_bytes == 0:          # legacy's upper bound is exclusive and 0 would match nothing
+            max_bytes = LEGACY_DEFAULT_MAX_BYTES
+    attrs = {"name": algo.name, "proto": algo.proto.value, "nchannels": str(algo.nchannels),
+             "nchunksperloop": str(algo.nchunksperloop), "ngpus": str(algo.ngpus), "coll": coll,
+             "inplace": str(algo.inplace), "outofplace": str(algo.outofplace),
+             "minBytes": str(algo.minBytes), "maxBytes": str(max_bytes)}
+    if algo.root is not None:
+        attrs["root"] = str(algo.root)
+    for key, value in algo.extra_attrs.items():
+        if key in attrs:
+            raise ValueError(f"extra attribute {key!r} would overwrite a runtime attribute")
+        attrs[key] = value
+    if len(attrs) > 16:
+        raise LimitError(f"<algo> would carry {len(attrs)} attributes; the runtime reads 16")
+    return attrs
+
+
+def to_element(algo: Algo, target: str = "exec") -> etree._Element:
+    root = etree.Element("algo", algo_attrs(algo, target))
+    for gpu in algo.gpus:
+        g = etree.SubElement(root, "gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
+                                            "o_chunks": str(gpu.output_chunks),
+                                            "s_chunks": str(scratch_chunks(gpu))})
+        for tb in gpu.tbs:
+            t = etree.SubElement(g, "tb", {"id": str(tb.id), "send": str(tb.send),
+                                           "recv": str(tb.recv), "chan": str(tb.chan)})
+            for st in tb.steps:
+                etree.SubElement(t, "step", step_attrs(st))
+    return root
+
+
+def to_xml(algo: Algo, target: str = "exec") -> str:
+    """The file's text (compile the algo first)."""
+    return etree.tostring(to_element(algo, target), pretty_print=True, encoding="unicode")
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".ccxml-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save_xml(algo: Algo, path, target: str = "exec") -> None:
+    write_atomic(path, to_xml(algo, target))

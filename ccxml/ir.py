@@ -1,0 +1,273 @@
+"""The IR: ``Algo → GPU → TB → Step``, mirroring the MSCCL XML hierarchy.
+
+The dataclasses mirror the wire format (``ccxml.wire`` enums carry the strings) but hold object
+references where the XML holds numbers: a step's dependencies are :class:`Step` references and its
+link partner is the matching :class:`Step` on the peer GPU. ``s``, ``depid``, ``deps`` and
+``hasdep`` are derived from those references when the schedule is exported
+(:func:`ccxml.passes.numbering.number_steps`), so no pass can leave a stale index behind.
+
+Steps are created by the Chunk API (:mod:`ccxml.chunk`) and placed into thread blocks by the
+passes (:mod:`ccxml.passes`). Nothing in this module knows XML attribute names; ``to_xml`` methods
+delegate to the writer (:mod:`ccxml.export`).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ccxml.wire import Buffer, Coll, Proto, StepType
+
+
+class IRError(ValueError):
+    """An IR invariant was broken by a caller (cross-GPU dependency, channel conflict, ...)."""
+
+
+class Step:
+    """One ``<step>``.
+
+    ``src``/``dst`` are the *local* operands (buffer, chunk offset) the kernel reads and writes;
+    ``None`` where the type does not use that side. ``recv_from`` is the sending step this step's
+    receive is matched with, ``send_to`` the receiving step its send is matched with.
+    """
+
+    __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
+                 "recv_from", "send_to", "dep_list", "depended_by_list", "position_fixed",
+                 "original_index", "send_index", "recv_index", "dep", "merged_into", "publish", "_s")
+
+    def __init__(self, type: StepType, gpu: int, *, src: tuple[Buffer, int] | None = None,
+                 dst: tuple[Buffer, int] | None = None, cnt: int = 1, send_peer: int = -1,
+                 recv_peer: int = -1, chan: int = 0, original_index: int = 0):
+        self.type = type
+        self.gpu = gpu
+        self.src = src
+        self.dst = dst
+        self.cnt = cnt
+        self.send_peer = send_peer
+        self.recv_peer = recv_peer
+        self.chan = chan
+        self.tb: TB | None = None
+        self.recv_from: Step | None = None
+        self.send_to: Step | None = None
+        self.dep_list: list[Step] = []          # collected while the API is called
+        self.depended_by_list: list[Step] = []  # filled by the dependency build
+        self.position_fixed = False
+        self.original_index = original_index
+        self.send_index = -1
+        self.recv_index = -1
+        self.dep: Step | None = None            # the one direct dependency after the build
+        self.merged_into: Step | None = None    # set when fusion folds this step into another
+        self.publish = False                    # publish the flag even with no dependent
+        self._s = -1
+
+    # ---- seed-design names --------------------------------------------------------------
+    @property
+    def peer_step(self) -> "Step | None":
+        """The matching step on the peer GPU (send side first)."""
+        return self.send_to or self.recv_from
+
+    @property
+    def s(self) -> int:
+        """Position in the TB, assigned at export time."""
+        return self._s
+
+    @property
+    def depid(self) -> int:
+        return self.dep.tb.id if self.dep is not None else -1
+
+    @property
+    def deps(self) -> int:
+        return self.dep.s if self.dep is not None else -1
+
+    @property
+    def hasdep(self) -> int:
+        return 1 if self.depended_by_list or self.publish else 0
+
+    def add_dep(self, other: "Step") -> None:
+        """Record that this step must run after ``other`` (same GPU only)."""
+        if other.gpu != self.gpu:
+            raise IRError(f"dependency across GPUs: step {self.describe()} cannot depend on "
+                          f"{other.describe()}; cross-GPU order comes only from send/recv")
+        if other is not self and other not in self.dep_list:
+            self.dep_list.append(other)
+
+    def resolved(self) -> "Step":
+        """The step that stands for this one after fusion."""
+        step = self
+        while step.merged_into is not None:
+            step = step.merged_into
+        return step
+
+    def remove_dep(self, other: "Step") -> None:
+        if other in self.dep_list:
+            self.dep_list.remove(other)
+
+    def reads(self) -> Iterator[tuple[Buffer, int, int]]:
+        """Local (buffer, start, end) ranges the step reads."""
+        if self.src is not None and self.type.reads_src:
+            yield self.src[0], self.src[1], self.src[1] + self.cnt
+        if self.type is StepType.REDUCE and self.dst is not None:
+            yield self.dst[0], self.dst[1], self.dst[1] + self.cnt
+
+    def writes(self) -> Iterator[tuple[Buffer, int, int]]:
+        """Local (buffer, start, end) ranges the step writes."""
+        if self.dst is not None and self.type.writes_dst:
+            yield self.dst[0], self.dst[1], self.dst[1] + self.cnt
+
+    def describe(self) -> str:
+        where = f"gpu {self.gpu}"
+        if self.tb is not None:
+            where += f" tb(send={self.tb.send},recv={self.tb.recv},chan={self.tb.chan})"
+        return f"#{self.original_index} {self.type.value} on {where}"
+
+    def to_xml(self):
+        from ccxml.export import step_element
+        return step_element(self)
+
+    def __repr__(self) -> str:
+        return f"<Step {self.describe()} src={self.src} dst={self.dst} cnt={self.cnt}>"
+
+
+class TB:
+    """One ``<tb>``: a thread block with at most one send peer and one recv peer on one channel."""
+
+    __slots__ = ("id", "send", "recv", "chan", "steps", "send_count", "recv_count", "gpu",
+                 "origin", "segment")
+
+    def __init__(self, send: int, recv: int, chan: int, gpu: int = -1):
+        self.id = -1
+        self.send = send
+        self.recv = recv
+        self.chan = chan
+        self.steps: list[Step] = []
+        self.send_count = 0
+        self.recv_count = 0
+        self.gpu = gpu
+        self.origin: TB = self      # the TB this one was split from (itself if not split)
+        self.segment = 0            # which piece of ``origin`` it is
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return self.send, self.recv, self.chan
+
+    def add_step(self, step: Step) -> None:
+        """Append ``step``; number its send and receive within this TB's link sequences."""
+        if step.type.sends:
+            if step.send_peer != self.send:
+                raise IRError(f"{step.describe()} sends to {step.send_peer}, TB sends to {self.send}")
+            step.send_index = self.send_count
+            self.send_count += 1
+        if step.type.receives:
+            if step.recv_peer != self.recv:
+                raise IRError(f"{step.describe()} receives from {step.recv_peer}, TB from {self.recv}")
+            step.recv_index = self.recv_count
+            self.recv_count += 1
+        step.tb = self
+        self.steps.append(step)
+
+    def sort_steps_by_index(self) -> None:
+        """Order steps by the deadlock-avoiding key (see :mod:`ccxml.passes.ordering`)."""
+        from ccxml.passes.ordering import order_tb
+        order_tb(self)
+
+    def insert_nop_step(self, position: int, dep_steps: list[Step]) -> list[Step]:
+        """Insert one ``nop`` per step of ``dep_steps`` before ``position``; return them."""
+        nops = []
+        for target in dep_steps:
+            nop = Step(StepType.NOP, self.gpu, cnt=0, chan=self.chan)
+            nop.tb = self
+            nop.dep = target
+            nops.append(nop)
+        self.steps[position:position] = nops
+        return nops
+
+    def __repr__(self) -> str:
+        return f"<TB id={self.id} send={self.send} recv={self.recv} chan={self.chan} steps={len(self.steps)}>"
+
+
+class GPU:
+    """One ``<gpu>``: its thread blocks and which (channel, peer) connections they use."""
+
+    __slots__ = ("id", "tbs", "channel_usage", "pending", "input_chunks", "output_chunks",
+                 "scratch_chunks", "_index")
+
+    def __init__(self, id: int, input_chunks: int = 0, output_chunks: int = 0):
+        self.id = id
+        self.tbs: list[TB] = []
+        self.channel_usage: dict[int, dict[str, list[int]]] = {}
+        self.pending: list[Step] = []     # steps the Chunk API issued, before TB assignment
+        self.input_chunks = input_chunks
+        self.output_chunks = output_chunks
+        self.scratch_chunks = 0
+        self._index: dict[tuple[int, int, int], TB] = {}
+
+    def add_tb(self, tb: TB) -> TB:
+        """Add ``tb``; reject a second TB on the same (channel, send peer) or (channel, recv peer)."""
+        usage = self.channel_usage.setdefault(tb.chan, {"send": [], "recv": []})
+        if tb.send >= 0 and tb.send in usage["send"]:
+            raise IRError(f"channel conflict on gpu {self.id}: two TBs send to {tb.send} on channel {tb.chan}")
+        if tb.recv >= 0 and tb.recv in usage["recv"]:
+            raise IRError(f"channel conflict on gpu {self.id}: two TBs receive from {tb.recv} on channel {tb.chan}")
+        if tb.send == self.id or tb.recv == self.id:
+            raise IRError(f"gpu {self.id}: a TB cannot send to or receive from its own GPU")
+        if tb.send >= 0:
+            usage["send"].append(tb.send)
+        if tb.recv >= 0:
+            usage["recv"].append(tb.recv)
+        tb.gpu = self.id
+        self.tbs.append(tb)
+        self._index[tb.key] = tb
+        return tb
+
+    def find_tb(self, send: int, recv: int, chan: int) -> TB | None:
+        return self._index.get((send, recv, chan))
+
+    def build_dependencies(self, merge_rcs: bool = True) -> None:
+        """Run the dependency build for this GPU only (see :mod:`ccxml.passes.dependencies`)."""
+        from ccxml.passes.dependencies import build_gpu_dependencies
+        from ccxml.passes.fusion import fuse_gpu
+        if merge_rcs:
+            fuse_gpu(self)
+        build_gpu_dependencies(self)
+
+    def steps(self) -> Iterator[Step]:
+        for tb in self.tbs:
+            yield from tb.steps
+
+
+class Algo:
+    """One ``<algo>``: the whole schedule."""
+
+    def __init__(self, name: str, coll: Coll, ngpus: int, nchunksperloop: int, *,
+                 proto: Proto = Proto.SIMPLE, inplace: bool = False, min_bytes: int = 0,
+                 max_bytes: int = 0, root: int | None = None, nchannels: int = 1,
+                 extra_attrs: dict[str, str] | None = None):
+        self.name = name
+        self.coll = coll
+        self.ngpus = ngpus
+        self.nchunksperloop = nchunksperloop
+        self.proto = proto
+        self.inplace = 1 if inplace else 0
+        self.outofplace = 0 if inplace else 1
+        self.minBytes = min_bytes
+        self.maxBytes = max_bytes
+        self.root = root
+        self.nchannels = nchannels
+        self.extra_attrs = dict(extra_attrs or {})
+        self.gpus = [GPU(i) for i in range(ngpus)]
+
+    def steps(self) -> Iterator[Step]:
+        for gpu in self.gpus:
+            yield from gpu.steps()
+
+    def build_all_dependencies(self, merge_rcs: bool = True, sort: bool = True,
+                               target: str = "exec") -> None:
+        """Run every pass (see :func:`ccxml.passes.compile_algo`)."""
+        from ccxml.passes import compile_algo
+        compile_algo(self, target=target, merge_rcs=merge_rcs, sort=sort)
+
+    def save_xml(self, path, target: str = "exec") -> None:
+        from ccxml.export import save_xml
+        save_xml(self, path, target=target)
+
+    def to_xml(self, target: str = "exec") -> str:
+        from ccxml.export import to_xml
+        return to_xml(self, target=target)

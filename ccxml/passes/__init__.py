@@ -1,0 +1,45 @@
+"""The compiler passes, in the order :func:`compile_algo` runs them.
+
+1. :func:`~ccxml.passes.threadblocks.assign_threadblocks` — steps into TBs
+2. :func:`~ccxml.passes.ordering.order_steps` — deadlock-avoiding order (``sort=True``)
+3. :func:`~ccxml.passes.fusion.fuse_receive_send` — ``rcs``/``rrcs``/``rrs`` (``merge_rcs=True``,
+   targets that execute fused types only)
+4. :func:`~ccxml.passes.lowering.lower_receive_reduce` — ``rrc`` → ``r`` + ``re`` (RCCL)
+5. :func:`~ccxml.passes.splitting.split_long_threadblocks` — fit the step limit
+6. :func:`~ccxml.passes.dependencies.build_dependencies` — nops, hasdep
+7. :func:`~ccxml.passes.numbering.number_steps` — ids from object references
+8. :func:`~ccxml.passes.checks.check_links`, :func:`~ccxml.passes.checks.check_limits`
+"""
+from __future__ import annotations
+
+from ccxml.ir import Algo
+from ccxml.passes.checks import LinkError, check_limits, check_links
+from ccxml.passes.dependencies import build_dependencies
+from ccxml.passes.fusion import fuse_receive_send
+from ccxml.passes.lowering import lower_receive_reduce
+from ccxml.passes.numbering import number_steps
+from ccxml.passes.ordering import order_steps
+from ccxml.passes.splitting import LimitError, split_long_threadblocks
+from ccxml.passes.threadblocks import assign_threadblocks
+from ccxml.wire import StepType, profile
+
+__all__ = ["LimitError", "LinkError", "compile_algo"]
+
+
+def compile_algo(algo: Algo, *, target: str = "exec", merge_rcs: bool = True,
+                 sort: bool = True) -> Algo:
+    """Run every pass on ``algo`` for ``target``; raise LimitError/LinkError if it cannot fit."""
+    prof = profile(target)
+    assign_threadblocks(algo)
+    if sort:
+        order_steps(algo)
+    if merge_rcs and prof.fused_types_allowed:
+        fuse_receive_send(algo)
+    if StepType.RECV_REDUCE_COPY not in prof.step_types:
+        lower_receive_reduce(algo)
+    split_long_threadblocks(algo, prof)
+    build_dependencies(algo)
+    number_steps(algo)
+    check_links(algo)
+    check_limits(algo, prof)
+    return algo

@@ -1,0 +1,87 @@
+"""Checks over the compiled IR: link rules and the target profile's limits.
+
+These are the compiler's own guarantees, checked after every pass has run, so a schedule that
+breaks a runtime rule never reaches the writer:
+
+* :func:`check_links` — at most one TB per (GPU, channel, send peer) and per (GPU, channel, recv
+  peer); every link declared at both ends; the ordered ``cnt`` sequence of the sends on each link
+  equals that of the receives on the other end. Violations raise :class:`LinkError` naming the
+  GPU, TB and channel.
+* :func:`check_limits` — steps per TB, TBs per GPU, ``depid``, channels, ``cnt``, nodes per rank
+  and step types. Violations raise :class:`LimitError` naming the limit, the value and the
+  option that would fix it.
+"""
+from __future__ import annotations
+
+from ccxml.ir import Algo
+from ccxml.passes.splitting import LimitError
+from ccxml.wire import Profile
+
+
+class LinkError(ValueError):
+    """A link rule is broken (two TBs on one connection, one-sided link, cnt mismatch)."""
+
+
+def check_links(algo: Algo) -> None:
+    sends: dict[tuple[int, int, int], tuple[object, list[int]]] = {}
+    recvs: dict[tuple[int, int, int], tuple[object, list[int]]] = {}
+    for gpu in algo.gpus:
+        for tb in gpu.tbs:
+            for peer, table, kind in ((tb.send, sends, "send"), (tb.recv, recvs, "recv")):
+                if peer < 0:
+                    continue
+                if not 0 <= peer < algo.ngpus or peer == gpu.id:
+                    raise LinkError(f"gpu {gpu.id} tb {tb.id} chan {tb.chan}: {kind} peer {peer} "
+                                    f"is not another rank of 0..{algo.ngpus - 1}")
+                key = (gpu.id, peer, tb.chan) if kind == "send" else (peer, gpu.id, tb.chan)
+                if key in table:
+                    raise LinkError(f"gpu {gpu.id} chan {tb.chan}: TBs {table[key][0].id} and "
+                                    f"{tb.id} both {kind} {'to' if kind == 'send' else 'from'} "
+                                    f"{peer}")
+                flag = (lambda t: t.sends) if kind == "send" else (lambda t: t.receives)
+                table[key] = (tb, [st.cnt for st in tb.steps if flag(st.type)])
+    for key in sorted(set(sends) | set(recvs)):
+        a, b, chan = key
+        if key not in recvs:
+            tb = sends[key][0]
+            raise LinkError(f"gpu {a} tb {tb.id} chan {chan} sends to {b}, but gpu {b} has no TB "
+                            f"receiving from {a} on channel {chan}")
+        if key not in sends:
+            tb = recvs[key][0]
+            raise LinkError(f"gpu {b} tb {tb.id} chan {chan} receives from {a}, but gpu {a} has "
+                            f"no TB sending to {b} on channel {chan}")
+        s_tb, s_cnts = sends[key]
+        r_tb, r_cnts = recvs[key]
+        if s_cnts != r_cnts:
+            raise LinkError(f"link {a}->{b} chan {chan}: gpu {a} tb {s_tb.id} sends cnts {s_cnts} "
+                            f"but gpu {b} tb {r_tb.id} receives cnts {r_cnts}")
+
+
+def check_limits(algo: Algo, profile: Profile) -> None:
+    p = profile
+    if algo.nchannels - 1 > p.max_chan:
+        raise LimitError(f"channel {algo.nchannels - 1} exceeds the {p.name} limit of {p.max_chan}: "
+                         f"use fewer --channels")
+    for gpu in algo.gpus:
+        if len(gpu.tbs) > p.max_tbs:
+            raise LimitError(f"gpu {gpu.id} has {len(gpu.tbs)} thread blocks; the {p.name} limit is "
+                             f"{p.max_tbs}: use fewer --channels or --target exec")
+        nodes = 1 + algo.ngpus + len(gpu.tbs) + sum(len(tb.steps) for tb in gpu.tbs)
+        if nodes > p.max_nodes:
+            raise LimitError(f"gpu {gpu.id} needs {nodes} XML nodes; the runtime keeps at most "
+                             f"{p.max_nodes} per rank: use fewer --channels or fewer ranks")
+        for tb in gpu.tbs:
+            if len(tb.steps) > p.max_steps_per_tb:
+                raise LimitError(f"gpu {gpu.id} tb {tb.id} has {len(tb.steps)} steps; the {p.name} "
+                                 f"limit is {p.max_steps_per_tb}: use --target legacy")
+            for st in tb.steps:
+                if st.type not in p.step_types:
+                    raise LimitError(f"gpu {gpu.id} tb {tb.id} step {st.s}: type {st.type.value} is "
+                                     f"not executed by {p.name}")
+                if st.cnt > p.max_cnt:
+                    raise LimitError(f"gpu {gpu.id} tb {tb.id} step {st.s}: cnt {st.cnt} exceeds "
+                                     f"{p.max_cnt}: use more chunks per loop (smaller chunks)")
+                if st.dep is not None and st.depid > p.max_dep_tb:
+                    raise LimitError(f"gpu {gpu.id} tb {tb.id} step {st.s} depends on tb "
+                                     f"{st.depid}; the {p.name} limit for depid is {p.max_dep_tb}: "
+                                     f"use fewer --channels")

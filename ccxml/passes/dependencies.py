@@ -1,0 +1,86 @@
+"""Pass: build the final dependencies (phase two of the two-phase build).
+
+Each step collected ``dep_list`` while the API was called. This pass turns them into the runtime's
+form. Guarantees:
+
+* dependencies on steps folded by fusion follow the fused step;
+* a dependency on a step of the same TB is dropped (program order covers it);
+* of several dependencies on one TB only the latest is kept (flags are per TB and monotonic); a
+  TB split into pieces counts as one TB (its pieces are chained);
+* a step with several remaining dependencies gets one ``nop`` per extra dependency right in front
+  of it; the step itself carries the last one, so the step after a run of nops always has its own
+  dependency and every nop carries exactly one;
+* no dependency points at a ``nop``; every dependency target gets ``hasdep=1``;
+* ``re`` chains the runtime would fuse never exceed 16 operands (the 16th publishes, ending it).
+"""
+from __future__ import annotations
+
+from ccxml.ir import GPU, Algo, Step
+from ccxml.wire import MAX_REDUCE_FUSION, StepType
+
+
+def build_dependencies(algo: Algo) -> None:
+    for gpu in algo.gpus:
+        build_gpu_dependencies(gpu)
+
+
+def _tb_order(tb) -> tuple[int, int, int]:
+    return tb.chan, tb.send, tb.recv
+
+
+def build_gpu_dependencies(gpu: GPU) -> None:
+    pos: dict[int, int] = {}
+    last: dict[int, Step] = {}
+    for tb in gpu.tbs:
+        for i, st in enumerate(tb.steps):
+            pos[id(st)] = i
+        if tb.steps:
+            last[id(tb)] = tb.steps[-1]
+    for tb in gpu.tbs:
+        inserted = 0
+        for i, st in enumerate(list(tb.steps)):
+            targets = _targets(st, i, pos, last)
+            st.dep = None
+            if not targets:
+                continue
+            for nop in tb.insert_nop_step(i + inserted, targets[:-1]):
+                nop.dep.depended_by_list.append(nop)
+                inserted += 1
+            st.dep = targets[-1]
+            st.dep.depended_by_list.append(st)
+    for tb in gpu.tbs:
+        _cap_reduce_chains(tb)
+
+
+def _targets(st: Step, i: int, pos: dict[int, int], last: dict[int, Step]) -> list[Step]:
+    tb = st.tb
+    best: dict[int, Step] = {}
+    for d in st.dep_list:
+        d = d.resolved()
+        dtb = d.tb
+        if d is st or dtb is tb:
+            continue
+        if dtb.origin is tb.origin:
+            # same original TB, earlier piece: only the chain link into this piece is needed
+            if i == 0 and dtb.segment == tb.segment - 1 and last.get(id(dtb)) is d:
+                best[id(dtb.origin)] = d
+            continue
+        key = id(dtb.origin)
+        cur = best.get(key)
+        if cur is None or (cur.tb.segment, pos[id(cur)]) < (dtb.segment, pos[id(d)]):
+            best[key] = d
+    return sorted(best.values(), key=lambda d: (_tb_order(d.tb), pos[id(d)]))
+
+
+def _cap_reduce_chains(tb) -> None:
+    run = 0
+    prev: Step | None = None
+    for st in tb.steps:
+        fuses = (prev is not None and st.type is StepType.REDUCE and prev.type is StepType.REDUCE
+                 and st.dep is None and not prev.hasdep and st.dst == prev.dst
+                 and st.src[0] == prev.src[0])
+        run = run + 1 if fuses else (1 if st.type is StepType.REDUCE else 0)
+        if run == MAX_REDUCE_FUSION:
+            st.publish = True
+            run = 0
+        prev = st

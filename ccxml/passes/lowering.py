@@ -1,0 +1,84 @@
+"""Pass: lower receive-reduce-copy for runtimes that execute only ``s r cpy re nop`` (RCCL).
+
+``rrc`` (dst = received ⊕ src) becomes a receive and a local reduce in the same TB:
+
+* src and dst disjoint: ``r`` into dst, then ``re`` dst ⊕= src;
+* src and dst overlap: ``r`` into a scratch slot of the TB, then ``re`` src ⊕= slot (src == dst),
+  or ``re`` slot ⊕= src and ``cpy`` slot → dst (partial overlap).
+
+Guarantee: same values in every chunk read later, same link sequences; steps that depended on the
+``rrc`` now depend on the last step of its lowering (the original Step object is reused for it).
+Runs before fusion is skipped for such targets, so no ``rcs``/``rrs``/``rrcs`` exist here.
+"""
+from __future__ import annotations
+
+from ccxml.ir import Algo, Step
+from ccxml.wire import Buffer, StepType
+
+
+def lower_receive_reduce(algo: Algo) -> None:
+    for gpu in algo.gpus:
+        scratch_top = _scratch_top(gpu)
+        slot_of: dict[int, int] = {}
+        for tb in gpu.tbs:
+            if not any(st.type is StepType.RECV_REDUCE_COPY for st in tb.steps):
+                continue
+            width = max(st.cnt for st in tb.steps if st.type is StepType.RECV_REDUCE_COPY)
+            out: list[Step] = []
+            for st in tb.steps:
+                if st.type is not StepType.RECV_REDUCE_COPY:
+                    out.append(st)
+                    continue
+                if id(tb) not in slot_of:
+                    slot_of[id(tb)] = scratch_top
+                    scratch_top += width
+                out.extend(_lower(st, (Buffer.SCRATCH, slot_of[id(tb)])))
+            tb.steps = out
+            ns = nr = 0
+            for st in tb.steps:
+                if st.type.sends:
+                    st.send_index, ns = ns, ns + 1
+                if st.type.receives:
+                    st.recv_index, nr = nr, nr + 1
+            tb.send_count, tb.recv_count = ns, nr
+
+
+def _scratch_top(gpu) -> int:
+    top = 0
+    for st in gpu.steps():
+        for side in (st.src, st.dst):
+            if side is not None and side[0] is Buffer.SCRATCH:
+                top = max(top, side[1] + st.cnt)
+    return top
+
+
+def _overlap(a, b, n) -> bool:
+    return a[0] == b[0] and a[1] < b[1] + n and b[1] < a[1] + n
+
+
+def _lower(st: Step, slot: tuple[Buffer, int]) -> list[Step]:
+    src, dst, n = st.src, st.dst, st.cnt
+    recv = Step(StepType.RECV, st.gpu, dst=dst if not _overlap(src, dst, n) else slot, cnt=n,
+                recv_peer=st.recv_peer, chan=st.chan, original_index=st.original_index)
+    recv.tb = st.tb
+    recv.dep_list = list(st.dep_list)
+    recv.recv_from = st.recv_from
+    if st.recv_from is not None:
+        st.recv_from.send_to = recv
+    # the original object becomes the last step, so dependencies on the rrc follow it
+    st.recv_from = None
+    st.recv_peer = -1
+    st.dep_list = []
+    st.type = StepType.REDUCE
+    if not _overlap(src, dst, n):                       # dst := recv; dst ⊕= src
+        st.src, st.dst = src, dst
+        return [recv, st]
+    if src == dst:                                      # src ⊕= slot
+        st.src, st.dst = slot, dst
+        return [recv, st]
+    red = Step(StepType.REDUCE, st.gpu, src=src, dst=slot, cnt=n, chan=st.chan,
+               original_index=st.original_index)
+    red.tb = st.tb
+    st.type = StepType.COPY                             # slot ⊕= src; dst := slot
+    st.src, st.dst = slot, dst
+    return [recv, red, st]

@@ -1,0 +1,21 @@
+"""Pass: number thread blocks and steps from object references.
+
+Guarantees: on every GPU, TB ids are 0..n−1 without gaps, in (send, recv, chan) order (the
+convention of real files); steps are numbered 0..k−1 in TB order, nops included. Because
+``depid``/``deps`` are read through the target Step's ``tb.id`` and ``s``, numbering last means
+no index can be stale.
+"""
+from __future__ import annotations
+
+from ccxml.ir import Algo
+
+
+def number_steps(algo: Algo) -> None:
+    for gpu in algo.gpus:
+        gpu.tbs = [tb for tb in gpu.tbs if tb.steps]
+        gpu.tbs.sort(key=lambda tb: (tb.send, tb.recv, tb.chan))
+        for i, tb in enumerate(gpu.tbs):
+            tb.id = i
+            for s, st in enumerate(tb.steps):
+                st._s = s
+    algo.nchannels = 1 + max((tb.chan for gpu in algo.gpus for tb in gpu.tbs), default=0)
