@@ -96,7 +96,7 @@ def sweep(schedule: Schedule | str | os.PathLike, sizes: Iterable[float],
     return [simulate_schedule(sched, n, topo) for n in sizes]
 
 
-__all__ = ["simulate", "sweep", "SimResult", "SimulationError", "PathStep", "LinkStats",
+__all__ = ["simulate", "sweep", "simulate_schedule", "SimResult", "SimulationError", "PathStep", "LinkStats",
            "RankStats", "busbw_factor", "chunk_bytes", "parse_size", "size_range", "format_size",
            "resolve_topology", "recorded_topology", "as_schedule", "DEFAULT_TOPOLOGY",
            "BUSBW_FACTORS"]
