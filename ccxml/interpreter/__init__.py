@@ -1,0 +1,201 @@
+"""The reference interpreter: prove an MSCCL XML schedule correct, or say exactly why not.
+
+``verify(source, ...)`` loads the file (or takes a :class:`~ccxml.schedule.Schedule`), runs the
+loader checks of the target runtime, then executes the schedule symbolically for each call form
+the file declares (in-place and/or out-of-place) and reports:
+
+* deadlocks with unbounded links (``deadlock``) and only with bounded links (``deadlock-fifo``),
+  as the cycle of TBs and what each waits for;
+* data races (``race``), exact with respect to the happens-before relation;
+* postcondition failures (``missing-contribution``, ``wrong-contribution``, ``double-count``,
+  ``unwritten-output``), uninitialised reads, leftover messages, static link and dependency
+  problems (``cnt-mismatch``, ``unmatched-link``, ``shared-connection``, ``dep-never-published``,
+  ``out-of-bounds``, ...).
+
+Modules: :mod:`.program` lowers the schedule, :mod:`.execute` runs it, :mod:`.postcondition`
+checks the result, :mod:`.report` holds the result type.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import time
+
+from ccxml.collectives import Collective, CollectiveError
+from ccxml.findings import Finding
+from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, execute
+from ccxml.interpreter.postcondition import check as check_postcondition
+from ccxml.interpreter.program import NotExecutable, lower, place
+from ccxml.interpreter.report import Report
+from ccxml.schedule import Schedule
+from ccxml.wire import Coll
+
+__all__ = ["verify", "Report", "SCHEDULE_CODES"]
+
+#: codes of the schedule-level problems INDEX.md's ``sched`` column names
+SCHEDULE_CODES = {"deadlock": "dl", "deadlock-fifo": "dl-fifo", "shared-connection": "shared-connection",
+                  "unmatched-link": "unmatched-link"}
+
+_COLL_ALIASES = {"reduce_scatter": Coll.REDUCESCATTER}
+
+
+def _load(source) -> Schedule:
+    if isinstance(source, Schedule):
+        return source
+    try:
+        from ccxml import xmlload
+    except ImportError:
+        from ccxml.interpreter import _fallback as xmlload
+    if isinstance(source, os.PathLike):
+        return xmlload.load(os.fspath(source))
+    if isinstance(source, bytes):
+        source = source.decode("utf-8", "replace")
+    if isinstance(source, str):
+        if source.lstrip().startswith("<"):
+            return xmlload.loads(source)
+        return xmlload.load(source)
+    raise TypeError(f"verify() takes a path, XML text or a Schedule, not {type(source).__name__}")
+
+
+def _loader_findings(schedule: Schedule, target: str) -> tuple[list[Finding], str | None]:
+    try:
+        from ccxml import loadcheck
+    except ImportError:          # the loader checks are optional for the interpreter
+        return [], "loader checks unavailable"
+    from ccxml.wire import profile
+    return list(loadcheck.check(schedule, profile(target))), None
+
+
+def collective_for(schedule: Schedule, coll=None, root=None, counts=None) -> tuple[Collective | None, str | None]:
+    """The Collective to check against, or (None, why there is no postcondition)."""
+    name = coll if coll is not None else schedule.coll
+    if isinstance(name, Coll):
+        c = name
+    else:
+        c = _COLL_ALIASES.get(name)
+        if c is None:
+            try:
+                c = Coll(name)
+            except ValueError:
+                return None, f"collective {name!r} has no definition; no postcondition verdict"
+    if root is None:
+        root = schedule.root
+    if c.rooted and root is None:
+        return None, f"{c.value} needs a root (root attribute or --root); no postcondition verdict"
+    if c is Coll.ALLTOALLV and counts is None:
+        return None, "alltoallv needs the chunk counts (--counts); no postcondition verdict"
+    try:
+        return Collective(c, schedule.ngpus, schedule.nchunksperloop, root=root if c.rooted else None,
+                          counts=tuple(tuple(r) for r in counts) if counts is not None else None), None
+    except CollectiveError as e:
+        return None, f"{e}; no postcondition verdict"
+
+
+def call_forms(schedule: Schedule, inplace: bool | None) -> list[bool]:
+    """The call forms to check: the one asked for, else every form the file declares."""
+    if inplace is not None:
+        return [bool(inplace)]
+    forms = []
+    if schedule.inplace == 1:
+        forms.append(True)
+    oop = schedule.attrs.get("outofplace")
+    if (oop is not None and schedule.outofplace == 1) or (oop is None and schedule.inplace != 1):
+        forms.append(False)
+    return forms or [False]
+
+
+def verify(source, *, target: str = "exec", coll=None, root: int | None = None,
+           inplace: bool | None = None, counts=None) -> Report:
+    """Load ``source`` (path, XML text or Schedule) and prove it, for the ``target`` runtime.
+
+    ``coll``/``root`` override the file's ``coll``/``root`` attributes; ``inplace`` picks one call
+    form (default: every form the file declares); ``counts`` is alltoallv's P×P chunk matrix.
+    Raises the loader's error (a ValueError) when the file cannot be parsed at all.
+    """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()          # the interpreter allocates many small acyclic objects
+    try:
+        return _verify(source, target, coll, root, inplace, counts)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _verify(source, target, coll, root, inplace, counts) -> Report:
+    t0 = time.perf_counter()
+    schedule = _load(source)
+    t_load = time.perf_counter() - t0
+    findings: list[Finding] = []
+    stats: dict = {"gpus": len(schedule.gpus), "tbs": sum(len(g.tbs) for g in schedule.gpus),
+                   "steps": schedule.nsteps, "coll": schedule.coll, "proto": schedule.proto,
+                   "target": target}
+    loader, note = _loader_findings(schedule, target)
+    findings.extend(loader)
+    if note:
+        stats["loader"] = note
+    collective, why_not = collective_for(schedule, coll, root, counts)
+    if why_not:
+        findings.append(Finding("no-postcondition", why_not, severity="warning"))
+    forms = call_forms(schedule, inplace)
+    stats["forms"] = ["in-place" if f else "out-of-place" for f in forms]
+    seen: set = {(f.code, f.message, f.gpu, f.tb, f.step) for f in findings}
+    try:
+        prog = lower(schedule)
+    except NotExecutable as e:
+        prog = None
+        findings.append(Finding("not-executable", f"{e}; the interpreter cannot run this file"))
+    stats["instructions"] = sum(len(tb.instrs) for tb in prog.tbs) if prog else 0
+    for form in forms if prog is not None else ():
+        label = "in-place" if form else "out-of-place"
+        prefix = f"[{label}] " if len(forms) > 1 else ""
+        for f in _verify_form(prog, collective, form, stats, label):
+            if f.code not in _STATIC and prefix:
+                f = Finding(f.code, prefix + f.message, f.gpu, f.tb, f.step, f.line, f.severity)
+            key = (f.code, f.message, f.gpu, f.tb, f.step)
+            if key not in seen:
+                seen.add(key)
+                findings.append(f)
+    elapsed = time.perf_counter() - t0
+    stats["load_s"] = round(t_load, 4)
+    stats["time_s"] = round(elapsed, 4)
+    stats["steps_per_s"] = int(schedule.nsteps / elapsed) if elapsed > 0 else 0
+    return Report(path=schedule.path, findings=findings, stats=stats)
+
+
+_STATIC = {"shared-connection", "unmatched-link", "cnt-mismatch", "dep-never-published", "dep-late-release",
+           "bad-dependency", "no-peer", "bad-peer", "dangling-nop", "not-executable"}
+
+
+def _verify_form(prog, collective, form: bool, stats: dict, label: str) -> list[Finding]:
+    out = list(prog.findings)
+    out.extend(place(prog, collective, form))
+    res = execute(prog, cap=prog.cap)
+    data_res = res
+    if not res.completed:
+        free = execute(prog, cap=UNBOUNDED)
+        if free.completed:
+            out.extend(deadlock_findings(
+                prog, res, "deadlock-fifo", f"hangs when a link buffers only {prog.cap} calls of "
+                f"{prog.max_allowed} chunk(s) (completes with unbounded links): "))
+            data_res = free
+        else:
+            out.extend(deadlock_findings(prog, free, "deadlock", "hangs even with unbounded links: "))
+            data_res = free
+    out.extend(data_res.findings)
+    s = stats.setdefault("per_form", {}).setdefault(label, {})
+    s.update(links=len(prog.links),
+             link_calls=prog.cap, max_allowed_count=prog.max_allowed, tracked=prog.ntracked,
+             races=data_res.races, completed=data_res.completed)
+    if data_res.completed:
+        for k, n in data_res.leftover:
+            ln = prog.links[k]
+            t = (ln.receivers or ln.senders)[0]
+            tb = prog.tbs[t]
+            out.append(Finding("leftover-message", f"{n} message(s) left on link {ln.name()} at the end: "
+                               "sent but never received", gpu=tb.gpu, tb=tb.id))
+        if collective is not None:
+            post, counts = check_postcondition(prog, data_res)
+            out.extend(post)
+            s["chunks_checked"] = counts.get("_checked", 0)
+            s["chunks_wrong"] = sum(v for k, v in counts.items() if not k.startswith("_"))
+    return out

@@ -1,0 +1,47 @@
+"""The result of :func:`ccxml.interpreter.verify`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ccxml.findings import Finding
+
+
+@dataclass
+class Report:
+    """Verdict, findings (loader findings first) and statistics for one file."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        """True iff no finding is an error (warnings such as ``no-postcondition`` do not fail)."""
+        return not self.errors
+
+    @property
+    def first_reason(self) -> str | None:
+        errs = self.errors
+        return str(errs[0]) if errs else None
+
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+    def summary(self) -> str:
+        s = self.stats
+        parts = [f"{s.get('steps', 0)} steps", f"{s.get('tbs', 0)} tbs", f"{s.get('gpus', 0)} gpus"]
+        if s.get("forms"):
+            parts.append("+".join(s["forms"]))
+        warn = [f.code for f in self.findings if f.severity != "error"]
+        if warn:
+            parts.append("warnings: " + ",".join(sorted(set(warn))))
+        parts.append(f"{s.get('time_s', 0):.3f}s")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "ok": self.ok, "first_reason": self.first_reason,
+                "findings": [f.to_dict() for f in self.findings], "stats": self.stats}
