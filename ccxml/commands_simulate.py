@@ -67,12 +67,13 @@ def _topology_kwargs(builder, topology) -> dict:
 
 
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
-                       topology=None, **options):
+                       topology=None, target: str = "exec", **options):
     """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule.
 
     The topology is handed to builders that take one (``topology``, ``groups`` or
-    ``servers``/``ranks_per_server`` parameters) and recorded on ``<algo>`` otherwise ignored.
-    Raises ValueError subclasses (unknown algorithm, bad shape, ...).
+    ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
+    runtime profile whose limits the compiler meets (it may split long thread blocks).
+    Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...).
     """
     from ccxml.algorithm import Options
     from ccxml.algorithms import build, get
@@ -84,8 +85,8 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     builder = module.COLLECTIVES.get(c)
     kwargs = _topology_kwargs(builder, topology) if builder is not None else {}
     prog = build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs)
-    algo = prog.compile("exec")
-    return _schedule_from_text(to_xml(algo, "exec"))
+    algo = prog.compile(target)
+    return _schedule_from_text(to_xml(algo, target))
 
 
 def _fail(message: str):
