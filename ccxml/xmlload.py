@@ -1,0 +1,532 @@
+"""Safe, fast loader for MSCCL XML files: text → :class:`ccxml.schedule.Schedule`.
+
+Guarantees:
+
+* **Safe.** This is a hand-written tokenizer, not an XML library: no DTD, no entity expansion
+  (``&x;`` stays literal text), no network or file access besides reading the one input, input
+  capped at :data:`MAX_FILE_BYTES`, element nesting at :data:`MAX_DEPTH`, attributes per element
+  at :data:`MAX_ATTRS` and attribute names/values at :data:`MAX_VALUE_CHARS`. Every pass is linear
+  in the input, so it cannot hang.
+* **Runtime-faithful.** Each tag the slow path reads is also read by a port of NCCL's tokenizer
+  (``xmlGetNode``/``xmlGetToken``, msccl-runtime.md §2), so everything the runtimes would choke
+  on (XML declaration, BOM, tabs, text between elements, single quotes, ``<!--a=b-->``, newline
+  inside a tag, 16-attribute slots, child inside ``<step>``, text after ``</algo>``, numbers
+  that ``strtol(..., 0)`` reads differently from decimal) becomes a
+  :class:`~ccxml.schedule.LexicalIssue` with its line number. The model holds what the runtime
+  would see: only the first 16 attribute slots of an element, integers as ``strtol`` reads them.
+  :mod:`ccxml.loadcheck` turns lexical issues into verdicts.
+* **Unusable input raises** :class:`LoadError` (a ValueError) with one line naming the file,
+  the line and what is wrong: binary data, not MSCCL XML (no ``<algo>``), truncated file,
+  DOCTYPE/ENTITY/CDATA, mismatched closing tag, absurd nesting, numbers outside the C ``int``
+  (``int64`` for minBytes/maxBytes) range.
+* **Fast.** TB bodies written the canonical way (one ``<step .../>`` per line, attributes in the
+  usual order, plain decimal numbers — what ccxml and MSCCLang write) are read with one regex
+  pass per TB and validated with ``str.count``; anything else falls back to the exact path.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from ccxml.schedule import (PLAIN_INT, LexicalIssue, MissingAttribute, Schedule, ScheduleGPU,
+                            ScheduleStep, ScheduleTB, strtol0)
+
+MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_ATTRS = 256
+MAX_VALUE_CHARS = 65536
+#: NCCL's MAX_STR_LEN: a name (and, unchecked, a value) must be shorter than this
+RUNTIME_STR_LEN = 256
+RUNTIME_ATTR_SLOTS = 16
+
+INT32 = (-(2 ** 31), 2 ** 31 - 1)
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+ALGO_INT_ATTRS = {"ngpus": INT32, "nchannels": INT32, "nchunksperloop": INT32, "inplace": INT32,
+                  "outofplace": INT32, "minBytes": INT64, "maxBytes": INT64, "nthreads": INT32,
+                  "root": INT32}
+GPU_ATTRS = ("id", "i_chunks", "o_chunks", "s_chunks")
+TB_ATTRS = ("id", "send", "recv", "chan")
+STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
+STEP_STR_ATTRS = frozenset({"type", "srcbuf", "dstbuf"})
+
+
+class LoadError(ValueError):
+    """The input is not a usable MSCCL XML file; ``str()`` is one line: file, line, what."""
+
+    def __init__(self, path: str, line: int | None, what: str):
+        self.path, self.line, self.what = path, line, what
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {what}")
+
+
+class _RuntimeError(Exception):
+    """A tag the runtime tokenizer fails on (message in the runtime's words)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Port of NCCL's topology-XML tokenizer, used on every tag of the exact path.
+
+_RT_NAME_END = re.compile(r"[= >/\n\r]")
+
+
+def _rt_token(text: str, i: int, want_value: bool):
+    """``xmlGetToken``: returns (name, value or None, last char, next index)."""
+    m = _RT_NAME_END.search(text, i)
+    if m is None:
+        raise _RuntimeError("Unexpected EOF")
+    j = m.start()
+    if j - i >= RUNTIME_STR_LEN - 1:
+        raise _RuntimeError(f"name {text[i:i + 20]}... too long (max {RUNTIME_STR_LEN})")
+    name, c = text[i:j], text[j]
+    if c != "=":
+        return name, None, c, j + 1
+    if not want_value:
+        raise _RuntimeError(f"Unexpected value with name {name}")
+    if j + 1 >= len(text):
+        raise _RuntimeError("Unexpected EOF")
+    q = text[j + 1]
+    if q not in "\"'":
+        raise _RuntimeError("Expected (double) quote")
+    k = text.find('"', j + 2)
+    if k < 0 or k + 1 >= len(text):
+        raise _RuntimeError("Unexpected EOF")
+    value = text[j + 2:k]
+    if len(value) >= RUNTIME_STR_LEN:
+        raise _RuntimeError(f"value of {name} is {len(value)} characters (buffer of {RUNTIME_STR_LEN})")
+    return name, value, text[k + 1], k + 2
+
+
+def _rt_tag(text: str, i: int):
+    """``xmlGetNode`` on the tag starting at ``text[i] == '<'`` (not a comment).
+
+    Returns (kind, name, slots, end) where kind is "open", "single" or "close", ``slots`` the
+    attribute slots in order as (key, value) — empty keys for stray spaces — and ``end`` the
+    index after the final ``>``. Raises _RuntimeError with the runtime's complaint.
+    """
+    name, _, c, i = _rt_token(text, i + 1, False)
+    if name == "" and c == "/":
+        name, _, c, i = _rt_token(text, i, False)
+        if c != ">":
+            raise _RuntimeError(f"unexpected trailing {c!r} in closing tag {name}")
+        return "close", name, [], i
+    slots = []
+    while c == " ":
+        key, value, c, i = _rt_token(text, i, True)
+        slots.append((key, value))
+    kind = "open"
+    if c == "/":
+        kind = "single"
+        _, _, c, i = _rt_token(text, i, False)
+    if c != ">":
+        raise _RuntimeError(f"expected >, got {c!r}")
+    return kind, name, slots, i
+
+
+# ---------------------------------------------------------------------------------------------
+# Lenient (XML-like) reading: what the author meant, so the model is useful even when the
+# runtime would fail; the runtime view above decides what counts.
+
+_TOKEN = re.compile(r"""
+    (?P<ws>[ \r\n]+)
+  | (?P<comment><!--)
+  | (?P<close></(?P<cname>[^\s<>/]*)\s*>)
+  | (?P<tag><(?P<name>[A-Za-z_][^\s<>/="']*)(?P<attrs>(?:[^<>"']|"[^"]*"|'[^']*')*)>)
+  | (?P<pi><\?)
+  | (?P<markup><!)
+  | (?P<text>[^<]+|<)
+""", re.VERBOSE)
+_XML_ATTR = re.compile(r"""\s*([^\s=/"'<>]+)\s*=\s*(?:"([^"]*)"|'([^']*)')|\s*(/)\s*$|\s+$""")
+_CANON_TAG = re.compile(r'<([A-Za-z_][\w.:-]*)((?: [A-Za-z_][\w.:-]{0,200}="[^"\n\r\t]{0,255}")*)( ?/)?>')
+_CANON_ATTR = re.compile(r' ([^=]+)="([^"]*)"')
+_BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BAD_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])
+_GOOD_BYTES = bytes(x for x in range(256) if x not in _BAD_BYTES)
+
+# canonical step lines (fast path)
+_NUM = r'(-?\d+)'
+_FAST_STEP = re.compile(
+    r'\n *<step s="(\d+)" type="([a-z]+)" srcbuf="([a-z]+)" srcoff="' + _NUM + r'" dstbuf="([a-z]+)"'
+    r' dstoff="' + _NUM + r'" cnt="' + _NUM + r'" depid="' + _NUM + r'" deps="' + _NUM
+    + r'" hasdep="' + _NUM + r'" ?/>')
+_INT_CACHE = {str(k): k for k in range(-1, 4097)}
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+class _Reader:
+    __slots__ = ("text", "path", "sched", "pos", "line", "lpos", "stack", "ints")
+
+    def __init__(self, text: str, path: str):
+        self.text = text
+        self.path = path
+        self.sched = Schedule(attrs={}, path=path)
+        self.pos = 0
+        self.line = 1
+        self.lpos = 0          # position up to which ``line`` is counted
+        self.stack: list = []  # (name, line, payload)
+        self.ints = dict(_INT_CACHE)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def at(self, pos: int) -> int:
+        """Line number of ``pos`` (positions must be non-decreasing between calls)."""
+        if pos > self.lpos:
+            self.line += self.text.count("\n", self.lpos, pos)
+            self.lpos = pos
+        return self.line
+
+    def error(self, pos: int, what: str) -> LoadError:
+        return LoadError(self.path, _line_of(self.text, pos), what)
+
+    def lex(self, line: int, message: str, fatal: bool = True, code: str = "lexical") -> None:
+        self.sched.lexical.append(LexicalIssue(line, message, fatal, code))
+
+    def number(self, raw: str, limits, line: int, what: str) -> int:
+        v = self.ints.get(raw)
+        if v is not None:
+            return v
+        if not PLAIN_INT.fullmatch(raw):
+            v = strtol0(raw)
+            self.lex(line, f"{what}={raw!r} is not a plain decimal number; the runtime's "
+                           f"strtol(..., 0) reads it as {v}")
+        else:
+            v = int(raw)
+        if not limits[0] <= v <= limits[1]:
+            raise LoadError(self.path, line, f"{what}={raw[:40]!r} is out of range "
+                                             f"({limits[0]}..{limits[1]})")
+        if PLAIN_INT.fullmatch(raw) and len(self.ints) < 100000:
+            self.ints[raw] = v
+        return v
+
+    # -- main loop -------------------------------------------------------------------------
+    def run(self) -> Schedule:
+        text = self.text
+        if text.startswith("\xef\xbb\xbf"):
+            self.lex(1, "UTF-8 byte-order mark before <algo> (runtime: expecting '<')")
+            self.pos = 3
+        seen_algo = False
+        done_algo = False
+        tok = _TOKEN.match
+        n = len(text)
+        while self.pos < n:
+            pos = self.pos
+            m = tok(text, pos)
+            kind = m.lastgroup
+            if kind == "ws":
+                self.pos = m.end()
+                continue
+            line = self.at(pos)
+            if kind == "comment":
+                self.comment(pos, line, done_algo)
+                continue
+            if kind == "text" or kind is None:
+                chunk = m.group()
+                if chunk == "<":
+                    raise self.error(pos, "'<' not followed by an element name: not an MSCCL XML file")
+                stripped = chunk.strip(" \r\n")
+                if "\t" in chunk and not stripped.strip("\t\f\v"):
+                    self.lex(line + chunk[:chunk.index("\t")].count("\n"),
+                             "tab between elements (runtime: expecting '<', got '\\t')")
+                elif not seen_algo and not self.stack and pos == 0 and stripped:
+                    raise self.error(pos, "not an MSCCL XML file (text where <algo> should start)")
+                else:
+                    where = "after </algo>" if done_algo else "between elements"
+                    self.lex(line + chunk[:len(chunk) - len(chunk.lstrip(" \t\r\n"))].count("\n"),
+                             f"text {where}: {stripped[:30]!r} (runtime: expecting '<')")
+                self.pos = m.end()
+                continue
+            if kind == "pi":
+                end = text.find("?>", pos)
+                if end < 0:
+                    raise self.error(pos, "unterminated <? ... ?> (truncated file?)")
+                what = "XML declaration" if text.startswith("<?xml", pos) else "processing instruction"
+                self.lex(line, f"{what} (runtime: expected >, got '?'); the file must start with "
+                               f"<algo> or a comment")
+                self.pos = end + 2
+                continue
+            if kind == "markup":
+                head = text[pos:pos + 12]
+                what = ("DOCTYPE" if head.startswith("<!DOCTYPE") else
+                        "ENTITY declaration" if head.startswith("<!ENTITY") else
+                        "CDATA section" if head.startswith("<![CDATA[") else "markup declaration")
+                raise self.error(pos, f"{what} is not allowed in MSCCL XML (no DTDs or entities)")
+            if kind == "close":
+                self.close(m, pos, line)
+                if seen_algo and not self.stack:
+                    done_algo = True
+                continue
+            # an element
+            if done_algo:
+                self.lex(line, "element after </algo> (runtime: every rank fails)")
+            self.element(m, pos, line)
+            if self.stack and self.stack[0][0] == "algo":
+                seen_algo = True
+            if seen_algo and not self.stack:
+                done_algo = True
+        if self.stack:
+            name, line, _ = self.stack[-1]
+            raise LoadError(self.path, line, f"<{name}> opened here is never closed (truncated file?)")
+        if not seen_algo:
+            raise LoadError(self.path, None, "no <algo> element: not an MSCCL XML file")
+        return self.sched
+
+    def comment(self, pos: int, line: int, done_algo: bool) -> None:
+        text = self.text
+        end = text.find("-->", pos + 4)
+        if end < 0:
+            raise self.error(pos, "unterminated comment (truncated file?)")
+        # the runtime reads the text right after '<!--' as a tag name
+        m = _RT_NAME_END.search(text, pos + 1)
+        if m is not None and m.group() == "=" and m.start() < end:
+            self.lex(line, f"comment starting {text[pos:m.start() + 1]!r} is read as an attribute "
+                           f"by the runtime (write '<!-- ' with a space)")
+        elif m is None or m.start() - pos - 1 >= RUNTIME_STR_LEN - 1:
+            self.lex(line, "comment whose first word is 255+ characters (runtime: name too long)")
+        self.pos = end + 3
+
+    def close(self, m, pos: int, line: int) -> None:
+        name = m.group("cname")
+        if not self.stack:
+            raise self.error(pos, f"</{name}> without an open element")
+        top, oline, payload = self.stack[-1]
+        if name != top:
+            raise self.error(pos, f"</{name}> closes <{top}> opened on line {oline}")
+        if m.group() != f"</{name}>":
+            self.lex(line, f"space inside closing tag </{name}> (runtime: unexpected trailing)")
+        self.stack.pop()
+        self.pos = m.end()
+
+    def runtime_attrs(self, pos: int, line: int, name: str, raw: str, end: int):
+        """Attributes of a tag as the runtime sees them, noting every lexical deviation.
+
+        Returns (attrs, dropped): the attributes in the runtime's first 16 slots (first
+        occurrence wins) and the names present in the tag that the runtime drops.
+        """
+        text = self.text
+        if end - pos > MAX_ATTRS * 1024 + 4 * MAX_VALUE_CHARS:
+            raise self.error(pos, f"<{name}> tag is {end - pos} characters long")
+        # the author's view
+        attrs: dict[str, str] = {}
+        order: list[str] = []
+        for am in _XML_ATTR.finditer(raw):
+            key = am.group(1)
+            if key is None:
+                continue
+            value = am.group(2) if am.group(2) is not None else am.group(3)
+            if len(key) > MAX_VALUE_CHARS or len(value) > MAX_VALUE_CHARS:
+                raise self.error(pos, f"attribute {key[:30]!r} of <{name}> is over "
+                                      f"{MAX_VALUE_CHARS} characters")
+            order.append(key)
+            if key not in attrs:
+                attrs[key] = value
+            if len(order) > MAX_ATTRS:
+                raise self.error(pos, f"<{name}> has more than {MAX_ATTRS} attributes")
+        if "&" in raw and re.search(r"&[A-Za-z_#][^;\s]*;", raw):
+            self.lex(line, f"entity reference in <{name}>: the runtime does not expand entities",
+                     fatal=False, code="lexical-note")
+        # the runtime's view
+        dropped: set[str] = set()
+        try:
+            kind, _, slots, rt_end = _rt_tag(text, pos)
+            if rt_end != end:
+                raise _RuntimeError("tag read differently from XML (unbalanced quotes)")
+            if len(slots) > RUNTIME_ATTR_SLOTS:
+                lost = [k for k, _ in slots[RUNTIME_ATTR_SLOTS:] if k]
+                self.lex(line, f"<{name}> has {len(slots)} attribute slots; the runtime keeps "
+                               f"{RUNTIME_ATTR_SLOTS} and ignores {', '.join(lost) or 'the rest'}",
+                         fatal=False, code="lexical-note")
+                kept: dict[str, str] = {}
+                for k, v in slots[:RUNTIME_ATTR_SLOTS]:
+                    if k and k not in kept:
+                        kept[k] = v
+                dropped = {k for k in attrs if k not in kept}
+                attrs = {k: v for k, v in attrs.items() if k in kept}
+            if len(order) != len(set(order)):
+                self.lex(line, f"<{name}> repeats an attribute; the runtime uses the first",
+                         fatal=False, code="lexical-note")
+        except _RuntimeError as exc:
+            self.lex(line, f"<{name}>: runtime tokenizer fails: {exc}")
+        return attrs, dropped
+
+    def element(self, m, pos: int, line: int) -> None:
+        name = m.group("name")
+        end = m.end()
+        c = _CANON_TAG.fullmatch(self.text, pos, end)
+        if c is not None and c.group(1) == name:
+            # the form the runtime reads exactly like XML: no emulation needed
+            pairs = _CANON_ATTR.findall(c.group(2))
+            attrs = dict(pairs)
+            single = c.group(3) is not None
+            dropped: set[str] = set()
+            if len(pairs) + (c.group(3) == " /") > RUNTIME_ATTR_SLOTS or len(attrs) != len(pairs):
+                attrs, dropped = self.runtime_attrs(pos, line, name, m.group("attrs"), end)
+        else:
+            attrs, dropped = self.runtime_attrs(pos, line, name, m.group("attrs"), end)
+            single = m.group("attrs").rstrip(" \r\n\t").endswith("/")
+        self.pos = end
+        parent = self.stack[-1] if self.stack else None
+        pname = parent[0] if parent else None
+        if len(self.stack) >= MAX_DEPTH:
+            raise self.error(pos, f"elements nested more than {MAX_DEPTH} deep")
+        handled = True
+        if pname is None:
+            if name == "algo":
+                if self.sched.attrs or self.sched.gpus:
+                    self.lex(line, "second <algo> element")
+                else:
+                    self.algo(attrs, line)
+            else:
+                handled = False
+        elif pname == "algo" and parent[2] is not None and name == "gpu":
+            payload = self.gpu(attrs, dropped, line)
+            if not single:
+                self.stack.append((name, line, payload))
+            return
+        elif pname == "gpu" and parent[2] is not None and name == "tb":
+            tb = self.tb(parent[2], attrs, dropped, line)
+            if not single:
+                self.stack.append((name, line, (parent[2], tb)))
+                self.fast_steps(parent[2], tb, line)
+            return
+        elif pname == "tb" and parent[2] is not None and name == "step":
+            self.step(parent[2][0], parent[2][1], attrs, dropped, line)
+            if not single:
+                self.stack.append((name, line, "step"))
+            return
+        elif pname == "step":
+            self.lex(line, f"<{name}> inside <step> (the runtime dereferences a NULL handler: crash)")
+            handled = False
+        else:
+            handled = False
+        if not handled:
+            od = self.sched.other_elements
+            od[name] = od.get(name, 0) + 1
+            if od[name] == 1 and pname != "step":
+                self.lex(line, f"<{name}> is not read by the runtime (skipped)", fatal=False,
+                         code="lexical-note")
+        if not single:
+            self.stack.append((name, line, self.sched if handled else None))
+
+    # -- element builders ------------------------------------------------------------------
+    def algo(self, attrs: dict[str, str], line: int) -> None:
+        for key, limits in ALGO_INT_ATTRS.items():
+            if key in attrs:
+                self.number(attrs[key], limits, line, key)
+        self.sched.attrs.update(attrs)
+        self.sched.extra["algo_line"] = str(line)
+
+    def ints_of(self, attrs, names, dropped, element, line, gpu=None, tb=None, step=None):
+        out = []
+        for key in names:
+            raw = attrs.get(key)
+            if raw is None:
+                self.sched.missing.append(MissingAttribute(element, key, line, gpu, tb, step,
+                                                           key in dropped))
+                out.append(0)
+            else:
+                out.append(self.number(raw, INT32, line, f"{element} {key}"))
+        return out
+
+    def gpu(self, attrs, dropped, line) -> ScheduleGPU:
+        gid, ic, oc, sc = self.ints_of(attrs, GPU_ATTRS, dropped, "gpu", line)
+        if "id" not in attrs:
+            gid = -1
+        g = ScheduleGPU(gid, ic, oc, sc, [], line)
+        self.sched.gpus.append(g)
+        return g
+
+    def tb(self, g: ScheduleGPU, attrs, dropped, line) -> ScheduleTB:
+        tid, send, recv, chan = self.ints_of(attrs, TB_ATTRS, dropped, "tb", line, gpu=g.id)
+        tb = ScheduleTB(tid, send, recv, chan, [], line)
+        g.tbs.append(tb)
+        return tb
+
+    def step(self, g: ScheduleGPU, tb: ScheduleTB, attrs, dropped, line) -> None:
+        idx = len(tb.steps)
+        vals = []
+        for key in STEP_ATTRS:
+            raw = attrs.get(key)
+            if raw is None:
+                self.sched.missing.append(MissingAttribute("step", key, line, g.id, tb.id, idx,
+                                                           key in dropped))
+                vals.append("" if key in STEP_STR_ATTRS else 0)
+            elif key in STEP_STR_ATTRS:
+                vals.append(raw)
+            else:
+                vals.append(self.number(raw, INT32, line, f"step {key}"))
+        tb.steps.append(ScheduleStep(*vals, line))
+
+    def fast_steps(self, g: ScheduleGPU, tb: ScheduleTB, line: int) -> None:
+        """Read a canonical TB body in one regex pass; leave anything else to the exact path."""
+        text = self.text
+        a = self.pos
+        q = text.find("</tb>", a)
+        if q < 0:
+            return
+        b = text.rfind("\n", a, q)
+        if b <= a or text[b + 1:q].strip(" "):
+            return
+        n = text.count("\n", a, b)
+        if (n == 0 or text[a] != "\n" or text[b - 1] != ">" or text.count(">", a, b) != n
+                or text.count("/>\n", a, b) != n - 1 or text.count('="0', a, b) != text.count('="0"', a, b)
+                or text.count('="-0', a, b)):
+            return
+        rows = _FAST_STEP.findall(text, a, b)
+        if len(rows) != n:
+            return
+        S = ScheduleStep
+        ints = self.ints
+        try:
+            steps = [S(ints[s], t, sb, ints[so], db, ints[do], ints[c], ints[di], ints[ds], ints[h],
+                       ln)
+                     for ln, (s, t, sb, so, db, do, c, di, ds, h) in enumerate(rows, line + 1)]
+        except KeyError:
+            for row in rows:
+                for k in (0, 3, 5, 6, 7, 8, 9):
+                    if row[k] not in ints:
+                        self.number(row[k], INT32, _line_of(text, a), "step attribute")
+            steps = [S(ints[s], t, sb, ints[so], db, ints[do], ints[c], ints[di], ints[ds], ints[h],
+                       ln)
+                     for ln, (s, t, sb, so, db, do, c, di, ds, h) in enumerate(rows, line + 1)]
+        tb.steps.extend(steps)
+        self.at(a)
+        self.line += n
+        self.lpos = b
+        self.pos = b
+
+
+def loads(data: str | bytes, path: str = "<string>") -> Schedule:
+    """Parse MSCCL XML from ``data``; see the module docstring for what is guaranteed."""
+    if isinstance(data, str):
+        if len(data) > MAX_FILE_BYTES:
+            raise LoadError(path, None, f"input is {len(data)} characters (limit {MAX_FILE_BYTES})")
+        data = data.encode("utf-8", "surrogatepass")
+    data = bytes(data)
+    if len(data) > MAX_FILE_BYTES:
+        raise LoadError(path, None, f"file is {len(data)} bytes (limit {MAX_FILE_BYTES})")
+    if data.translate(None, _GOOD_BYTES):   # what is left are control characters
+        text = data.decode("latin-1")
+        bad = _BAD_CHARS.search(text)
+        raise LoadError(path, _line_of(text, bad.start()),
+                        f"binary data (byte 0x{ord(bad.group()):02x}): not an MSCCL XML file")
+    # latin-1 maps bytes 1:1, so positions are byte offsets and nothing can fail to decode
+    text = data.decode("latin-1")
+    if not text.strip(" \r\n\t"):
+        raise LoadError(path, None, "empty file: not an MSCCL XML file")
+    return _Reader(text, path).run()
+
+
+def load(path: str | os.PathLike) -> Schedule:
+    """Parse the MSCCL XML file at ``path`` (read once, at most MAX_FILE_BYTES)."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise LoadError(p, None, f"file is {size} bytes (limit {MAX_FILE_BYTES})")
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise LoadError(p, None, f"cannot read: {exc.strerror or exc}") from None
+    return loads(data, p)
