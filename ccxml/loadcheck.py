@@ -235,10 +235,6 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add) -> None:
         if len(tb.steps) > MAX_SUBS:
             add(Finding("too-many-children", f"{pre}{len(tb.steps)} <step> elements in one TB "
                                              f"(max {MAX_SUBS})", gpu=r, tb=b, line=tb.line))
-        elif len(tb.steps) > p.max_steps_per_tb:
-            add(Finding("too-many-steps", f"{pre}too many steps are requested. Max number of "
-                                          f"steps: {p.max_steps_per_tb}, requested: "
-                                          f"{len(tb.steps)}", gpu=r, tb=b, line=tb.line))
         pending = 0
         max_s = p.max_steps_per_tb
         for i, st in enumerate(tb.steps):
@@ -289,6 +285,11 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add) -> None:
                             f"Detected for GPU {r}, threadblock {b}, and step {i}",
                             gpu=r, tb=b, step=i, line=st.line))
             pending = 0
+        if MAX_SUBS >= len(tb.steps) > p.max_steps_per_tb and all(0 <= x.s < max_s
+                                                                  for x in tb.steps):
+            # every s is in range but the TB has more steps than its array holds
+            add(Finding("too-many-steps", f"{pre}{len(tb.steps)} steps in threadblock {b} "
+                                          f"(max {max_s})", gpu=r, tb=b, line=tb.line))
     valid = [x for x in seen if 0 <= x < p.max_tbs]
     gap = next((x for x in range(max(valid) + 1) if x not in seen), None) if valid else None
     if gap is not None:
