@@ -42,10 +42,7 @@ _COLL_ALIASES = {"reduce_scatter": Coll.REDUCESCATTER}
 def _load(source) -> Schedule:
     if isinstance(source, Schedule):
         return source
-    try:
-        from ccxml import xmlload
-    except ImportError:
-        from ccxml.interpreter import _fallback as xmlload
+    from ccxml import xmlload
     if isinstance(source, os.PathLike):
         return xmlload.load(os.fspath(source))
     if isinstance(source, bytes):
@@ -159,7 +156,7 @@ def _verify(source, target, coll, root, inplace, counts) -> Report:
     stats["load_s"] = round(t_load, 4)
     stats["time_s"] = round(elapsed, 4)
     stats["steps_per_s"] = int(schedule.nsteps / elapsed) if elapsed > 0 else 0
-    return Report(path=schedule.path, findings=findings, stats=stats)
+    return Report(path=schedule.path, findings=findings, stats=stats, n_loader=len(loader))
 
 
 _STATIC = {"shared-connection", "unmatched-link", "cnt-mismatch", "dep-never-published", "dep-late-release",

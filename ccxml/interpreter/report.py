@@ -13,6 +13,15 @@ class Report:
     path: str
     findings: list[Finding] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    n_loader: int = 0            # findings[:n_loader] come from the loader checks
+
+    @property
+    def loader_findings(self) -> list[Finding]:
+        return self.findings[:self.n_loader]
+
+    @property
+    def interpreter_findings(self) -> list[Finding]:
+        return self.findings[self.n_loader:]
 
     @property
     def errors(self) -> list[Finding]:

@@ -1,0 +1,64 @@
+"""``ccxml verify FILE...``: load and prove MSCCL XML files with the reference interpreter.
+
+One line per file (``PASS path (stats)`` or ``FAIL path: first reason``); exit 0 if all pass,
+1 if any fails, 2 for unusable input (a file that cannot be read or parsed, bad options).
+``--json`` prints the full reports instead.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from ccxml.wire import PROFILES, Coll
+
+
+def _load_counts(path: str):
+    from ccxml.collectives import CollectiveError, parse_counts
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_counts(f.read())
+    except OSError as e:
+        raise click.UsageError(f"--counts {path}: {e.strerror or e}") from None
+    except CollectiveError as e:
+        raise click.UsageError(f"--counts {path}: {e}") from None
+
+
+@click.command("verify")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--target", type=click.Choice(sorted(PROFILES)), default="exec", show_default=True,
+              help="Runtime whose loader rules apply.")
+@click.option("--coll", type=click.Choice([c.value for c in Coll]), default=None,
+              help="Check against this collective instead of the file's coll attribute.")
+@click.option("--root", type=int, default=None, help="Root rank for broadcast/reduce/gather/scatter.")
+@click.option("--inplace/--outofplace", "inplace", default=None,
+              help="Check only this call form (default: every form the file declares).")
+@click.option("--counts", "counts_path", type=click.Path(dir_okay=False), default=None,
+              help="alltoallv: CSV matrix of chunk counts M[i][j] sent from rank i to rank j.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full reports as JSON.")
+def verify(files, target, coll, root, inplace, counts_path, as_json):
+    """Load and prove MSCCL XML FILES: deadlocks, races, postconditions, loader rules."""
+    from ccxml.interpreter import verify as run_verify
+
+    counts = _load_counts(counts_path) if counts_path else None
+    reports = []
+    for path in files:
+        if not os.path.isfile(path):
+            raise click.UsageError(f"{path}: no such file")
+        try:
+            rep = run_verify(path, target=target, coll=coll, root=root, inplace=inplace, counts=counts)
+        except OSError as e:
+            raise click.UsageError(f"{path}: {e.strerror or e}") from None
+        except ValueError as e:          # LoadError and friends: unusable input
+            msg = str(e)
+            raise click.UsageError(msg if path in msg else f"{path}: {msg}") from None
+        reports.append(rep)
+        if not as_json:
+            if rep.ok:
+                click.echo(f"PASS {path} ({rep.summary()})")
+            else:
+                click.echo(f"FAIL {path}: {rep.first_reason}")
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in reports], indent=2))
+    return 0 if all(r.ok for r in reports) else 1
