@@ -483,10 +483,10 @@ class _Reader:
                        ln)
                      for ln, (s, t, sb, so, db, do, c, di, ds, h) in enumerate(rows, line + 1)]
         except KeyError:
-            for row in rows:
+            for ln, row in enumerate(rows, line + 1):
                 for k in (0, 3, 5, 6, 7, 8, 9):
                     if row[k] not in ints:
-                        self.number(row[k], INT32, _line_of(text, a), "step attribute")
+                        self.number(row[k], INT32, ln, f"step {STEP_ATTRS[k]}")
             steps = [S(ints[s], t, sb, ints[so], db, ints[do], ints[c], ints[di], ints[ds], ints[h],
                        ln)
                      for ln, (s, t, sb, so, db, do, c, di, ds, h) in enumerate(rows, line + 1)]
