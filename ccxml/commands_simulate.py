@@ -22,33 +22,9 @@ COLL_NAMES = [c.value for c in Coll]
 # ---- building schedules -----------------------------------------------------------------------
 
 def _schedule_from_text(text: str):
-    """Parse XML text (written by ccxml itself) into a Schedule with the safe loader."""
-    try:
-        from ccxml.xmlload import loads
-    except ImportError:     # loader not in this build yet: our own output is plain, read it directly
-        return _plain_schedule(text)
+    """Parse XML text into a Schedule with the safe loader."""
+    from ccxml.xmlload import loads
     return loads(text)
-
-
-def _plain_schedule(text: str):
-    from lxml import etree
-
-    from ccxml.schedule import Schedule, ScheduleGPU, ScheduleStep, ScheduleTB
-    root = etree.fromstring(text.encode())
-    num = int
-    gpus = []
-    for g in root.iter("gpu"):
-        tbs = []
-        for t in g.iter("tb"):
-            steps = [ScheduleStep(num(s.get("s")), s.get("type"), s.get("srcbuf"), num(s.get("srcoff")),
-                                  s.get("dstbuf"), num(s.get("dstoff")), num(s.get("cnt")),
-                                  num(s.get("depid")), num(s.get("deps")), num(s.get("hasdep")))
-                     for s in t.iter("step")]
-            tbs.append(ScheduleTB(num(t.get("id")), num(t.get("send")), num(t.get("recv")),
-                                  num(t.get("chan")), steps))
-        gpus.append(ScheduleGPU(num(g.get("id")), num(g.get("i_chunks")), num(g.get("o_chunks")),
-                                num(g.get("s_chunks")), tbs))
-    return Schedule(dict(root.attrib), gpus)
 
 
 def _topology_kwargs(builder, topology) -> dict:
@@ -209,14 +185,11 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     if is_file:
         if not os.path.isfile(target):
             _fail(f"no such file: {target}")
-        try:
-            from ccxml.xmlload import load
-        except ImportError:
-            _fail("this build of ccxml has no XML loader")
+        from ccxml.xmlload import load
         try:
             schedule = load(target)
         except (OSError, ValueError) as e:
-            _fail(f"cannot load {target}: {e}")
+            _fail(str(e))
         if ranks is not None and ranks != schedule.ngpus:
             raise click.UsageError(f"--ranks {ranks} does not match the file's ngpus={schedule.ngpus}")
         if coll is not None and coll != schedule.coll:

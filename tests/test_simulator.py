@@ -197,7 +197,7 @@ def test_dependency_is_released_by_a_later_hasdep_step_and_nops_carry_dependenci
 def test_deadlock_is_reported_with_the_waiting_step():
     # the classic: both ranks receive first, then send (msccl-runtime.md §9.4)
     s = sched("allgather", 2, [[tb(0, 1, 1, 0, st("r"), st("s"))], [tb(0, 0, 0, 0, st("r"), st("s"))]])
-    with pytest.raises(SimulationError, match=r"deadlock: gpu 0 tb 0 step 0 \(r\) waits for data from gpu 1"):
+    with pytest.raises(SimulationError, match=r"deadlock: gpu 0 tb 0 step 0 \(r\) waits for data from gpu 1 on chan 0 that never arrives"):
         simulate(s, 1000, flat())
     # a dependency on a step that never publishes (hasdep=0) hangs too
     s = sched("allreduce", 1, [[tb(0, -1, -1, 0, st("cpy")), tb(1, -1, -1, 0, st("cpy", depid=0, deps=0))]])
@@ -324,3 +324,13 @@ def test_simulate_corpus_file(name):
     r = simulate(s, 8 << 20, flat(1e-6, 1e-11, 1e-12))
     assert 0 < r.time_s < float("inf")
     assert r.transfers > 0 and r.critical_path and r.critical_path[-1].end == r.time_s
+
+
+def test_corpus_deadlock_is_reported():
+    path = CORPUS / "spriestgcl__teccl-msccl" / "64MB_msccl_strict.xml"
+    if not path.exists():
+        pytest.skip("corpus not available")
+    pytest.importorskip("ccxml.xmlload")
+    with pytest.raises(SimulationError, match=r"^deadlock: gpu 0 tb 0 step 0 \(r\) waits for data "
+                                              r"from gpu 1 on chan 0 that never arrives"):
+        simulate(str(path), 64 << 20, flat())

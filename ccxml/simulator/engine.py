@@ -316,7 +316,7 @@ class _Engine:
             for d, v in op.deps:
                 if self._published(self.tbs[(tb.gpu, d)], v) is None:
                     return f"{where} waits for tb {d} to reach step {v} with hasdep=1"
-        return f"{where} waits for data from gpu {tb.recv} on chan {tb.chan} that is never sent"
+        return f"{where} waits for data from gpu {tb.recv} on chan {tb.chan} that never arrives"
 
     @staticmethod
     def _published(tb: _TB, value: int):
