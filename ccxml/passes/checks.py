@@ -53,8 +53,12 @@ def check_links(algo: Algo) -> None:
         s_tb, s_cnts = sends[key]
         r_tb, r_cnts = recvs[key]
         if s_cnts != r_cnts:
-            raise LinkError(f"link {a}->{b} chan {chan}: gpu {a} tb {s_tb.id} sends cnts {s_cnts} "
-                            f"but gpu {b} tb {r_tb.id} receives cnts {r_cnts}")
+            i = next((i for i, (x, y) in enumerate(zip(s_cnts, r_cnts)) if x != y),
+                     min(len(s_cnts), len(r_cnts)))
+            raise LinkError(f"link {a}->{b} chan {chan}: gpu {a} tb {s_tb.id} sends {len(s_cnts)} "
+                            f"messages, gpu {b} tb {r_tb.id} receives {len(r_cnts)}; they differ "
+                            f"at message {i} (cnt {s_cnts[i:i + 1] or 'none'} vs "
+                            f"{r_cnts[i:i + 1] or 'none'})")
 
 
 def check_limits(algo: Algo, profile: Profile) -> None:

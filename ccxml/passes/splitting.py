@@ -16,8 +16,10 @@ Raises :class:`LimitError` when the pieces would need a channel above the profil
 """
 from __future__ import annotations
 
+from collections import deque
+
 from ccxml.ir import GPU, TB, Algo, Step
-from ccxml.wire import Profile
+from ccxml.wire import Profile, StepType
 
 
 class LimitError(ValueError):
@@ -38,34 +40,27 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     costs = {id(st): 1 + nop_cost(st) for tb in tbs for st in tb.steps}
     if all(sum(costs[id(st)] for st in tb.steps) <= limit for tb in tbs):
         return
-    seg: dict[int, int] = {id(st): 0 for tb in tbs for st in tb.steps}
-    for _ in range(10_000):
-        changed = False
-        for tb in tbs:
-            cur, used = 0, 0
-            for st in tb.steps:
-                k = max(cur, seg[id(st)])
-                if k > cur:
-                    cur, used = k, 0
-                cost = costs[id(st)] + (1 if cur > 0 and used == 0 and st.dep_list else 0)
-                if used + cost > limit and used > 0:
-                    cur, used = cur + 1, 0
-                    cost = costs[id(st)] + (1 if st.dep_list else 0)
-                if seg[id(st)] != cur:
-                    seg[id(st)] = cur
-                    changed = True
-                used += cost
-                for partner in (st.send_to, st.recv_from):
-                    if partner is not None and seg[id(partner)] < cur:
-                        seg[id(partner)] = cur
-                        changed = True
-        if not changed:
+    # A segment per event: the receive and the send half of a fused step may end up in two
+    # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
+    # rcs steps be cut at all: every link cuts at the same message.
+    rseg: dict[int, int] = {}
+    sseg: dict[int, int] = {}
+    pending = deque(tbs)
+    queued = {id(tb) for tb in tbs}
+    for _ in range(50 * len(tbs) + 1000):
+        if not pending:
             break
+        tb = pending.popleft()
+        queued.discard(id(tb))
+        for partner_tb in _walk(tb, rseg, sseg, costs, limit):
+            if id(partner_tb) not in queued:
+                queued.add(id(partner_tb))
+                pending.append(partner_tb)
     else:  # pragma: no cover - segments only grow and are bounded by the step count
         raise LimitError("could not split thread blocks across channels (no fixed point)")
 
     width = max(tb.chan for tb in tbs) + 1
-    top = max(seg.values())
+    top = max(list(rseg.values()) + list(sseg.values()))
     if top * width + width - 1 > profile.max_chan:
         longest = max(tbs, key=lambda t: len(t.steps))
         raise LimitError(
@@ -73,8 +68,85 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
             f"limit is {profile.max_steps_per_tb} per TB, and splitting it needs channel "
             f"{top * width + width - 1} > {profile.max_chan}: use --target legacy "
             f"(256 steps per TB) or fewer --channels")
+    seg = _unfuse_cut_steps(tbs, rseg, sseg)
     for gpu in algo.gpus:
         _rebuild_gpu(gpu, seg, width)
+
+
+def _walk(tb: TB, rseg: dict[int, int], sseg: dict[int, int], costs: dict[int, int],
+          limit: int) -> list[TB]:
+    """Assign pieces to ``tb``'s halves in order; return the TBs of partners pushed later."""
+    touched: list[TB] = []
+    cur, used = 0, 0
+    for st in tb.steps:
+        sid = id(st)
+        halves = []
+        if st.type.receives or not st.type.sends:
+            halves.append(rseg)
+        if st.type.sends:
+            halves.append(sseg)
+        unit_seg = None
+        for table in halves:
+            k = max(cur, table.get(sid, 0))
+            if k > cur:
+                cur, used = k, 0
+            if unit_seg != cur:                # this half starts a new unit of work
+                cost = costs[sid] + (1 if cur > 0 and used == 0 else 0)
+                if used + cost > limit and used > 0:
+                    cur, used = cur + 1, 0
+                    cost = costs[sid] + 1
+                used += cost
+                unit_seg = cur
+            if table.get(sid, 0) != cur:
+                table[sid] = cur
+            partner = st.send_to if table is sseg else st.recv_from
+            if partner is not None:
+                other = rseg if table is sseg else sseg
+                if other.get(id(partner), 0) < cur:
+                    other[id(partner)] = cur
+                    touched.append(partner.tb)
+    return touched
+
+
+_UNFUSED = {StepType.RECV_COPY_SEND: StepType.RECV,
+            StepType.RECV_REDUCE_COPY_SEND: StepType.RECV_REDUCE_COPY,
+            StepType.RECV_REDUCE_SEND: StepType.RECV_REDUCE_COPY}
+
+
+def _unfuse_cut_steps(tbs: list[TB], rseg: dict[int, int], sseg: dict[int, int]) -> dict[int, int]:
+    """Split fused steps whose halves fell into two pieces; return step -> piece."""
+    seg: dict[int, int] = {}
+    moved: dict[int, Step] = {}
+    for tb in tbs:
+        out: list[Step] = []
+        for st in tb.steps:
+            sid = id(st)
+            r = rseg.get(sid, 0) if st.type.receives or not st.type.sends else None
+            s = sseg.get(sid, 0) if st.type.sends else None
+            if r is not None and s is not None and r != s:
+                send = Step(StepType.SEND, st.gpu, src=st.dst, cnt=st.cnt, send_peer=st.send_peer,
+                            chan=st.chan, original_index=st.original_index)
+                send.tb = tb
+                send.send_to = st.send_to
+                st.send_to.recv_from = send
+                st.type = _UNFUSED[st.type]
+                st.send_to, st.send_peer = None, -1
+                seg[sid], seg[id(send)] = r, s
+                moved[sid] = send
+                out += [st, send]
+            else:
+                seg[sid] = r if r is not None else (s if s is not None else 0)
+                out.append(st)
+        tb.steps = out
+    if moved:
+        # steps of other TBs that waited on a now-unfused step also wait for its send half
+        for tb in tbs:
+            for st in tb.steps:
+                for i, d in enumerate(st.dep_list):
+                    send = moved.get(id(d.resolved()))
+                    if send is not None and d.resolved().tb is not st.tb:
+                        st.dep_list[i] = send
+    return seg
 
 
 def _rebuild_gpu(gpu: GPU, seg: dict[int, int], width: int) -> None:
