@@ -1,0 +1,63 @@
+"""Print, for every HCCL cost formula, how ccxml's generated schedule compares in the simulator.
+
+    python benchmarks/formula_report.py [--p 2-33] [--alpha 1e-6 --beta 1e-9 --gamma 3e-10]
+
+One line per algorithm × collective: the largest relative deviation of the simulated time from
+the document's formula over the p range, from ccxml's own formula where it has one, and the reason.
+Algorithms whose module is not present are listed as missing.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import time
+
+from ccxml.commands_simulate import algorithm_schedule
+from ccxml.simulator import simulate_schedule
+from ccxml.simulator.formulas import FORMULAS
+from ccxml.topology import Topology
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--p", default="2-33", help="rank range, e.g. 2-33")
+    ap.add_argument("--alpha", type=float, default=1e-6)
+    ap.add_argument("--beta", type=float, default=1e-9)
+    ap.add_argument("--gamma", type=float, default=3e-10)
+    args = ap.parse_args()
+    lo, _, hi = args.p.partition("-")
+    prange = range(int(lo), int(hi or lo) + 1)
+    topo = Topology.flat(args.alpha, args.beta, args.gamma)
+    print(f"# alpha={args.alpha:g} s, beta={args.beta:g} s/B, gamma={args.gamma:g} s/B, p in {args.p}")
+    print(f"# {'row':<26} {'max |sim/doc-1|':>16} {'max |sim/ccxml-1|':>18} {'p range':>8}  why")
+    for f in FORMULAS:
+        row = f"{f.algorithm}-{f.coll}" + ("" if len(f.ps) == 32 else f"[{len(f.ps)} p]")
+        try:
+            importlib.import_module(f"ccxml.algorithms.{f.module}")
+        except ModuleNotFoundError:
+            print(f"  {row:<26} {'missing':>16}")
+            continue
+        dev_doc = dev_own = 0.0
+        ps = [p for p in f.ps if p in prange]
+        t0 = time.perf_counter()
+        for p in ps:
+            target = "exec" if f.coll in ("gather", "scatter", "alltoall") else "legacy"
+            try:
+                s = algorithm_schedule(f.algorithm, f.coll, p, root=f.root, target=target)
+            except ValueError as e:
+                print(f"  {row:<26} p={p}: cannot build: {e}")
+                break
+            per = s.nchunksperloop * (p if f.coll in ("gather", "scatter") else 1)
+            n = float(per * 4 * max(1, math.ceil((1 << 20) / (per * 4))))
+            t = simulate_schedule(s, n, topo).time_s
+            a = (p, n, args.alpha, args.beta, args.gamma)
+            dev_doc = max(dev_doc, abs(t / f.doc(*a) - 1))
+            dev_own = max(dev_own, abs(t / (f.ccxml or f.doc)(*a) - 1))
+        else:
+            print(f"  {row:<26} {dev_doc:>16.3e} {dev_own:>18.3e} {len(ps):>8}  {f.why}"
+                  f"   [{time.perf_counter() - t0:.1f}s]")
+
+
+if __name__ == "__main__":
+    main()

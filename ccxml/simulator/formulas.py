@@ -1,0 +1,128 @@
+"""HCCL's published α-β-γ cost formulas (../shared/reference/hccl-algorithms.md, "Cost" paragraphs).
+
+:data:`FORMULAS` holds one :class:`CostFormula` per algorithm × collective (× p range where the
+document distinguishes powers of two). ``doc`` is the document's formula; where the schedule ccxml
+generates legitimately differs, ``ccxml`` is that schedule's exact time in the same model and
+``why`` says why. n is the nccl-tests message size (allreduce: the buffer; allgather: the output;
+reducescatter: the input; scatter/gather: the root's whole buffer; alltoall: one rank's send buffer).
+The assumptions are the formulas' own: one α, β, γ for every link, and every pair of ranks
+connected by its own full-duplex link.
+
+The formula tests (tests/test_simulator_formulas.py) check the simulator against these tables,
+``benchmarks/formula_report.py`` prints them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+Formula = Callable[[int, float, float, float, float], float]   # (p, n, α, β, γ) -> seconds
+
+#: the p range every formula is stated for here
+ALL_P = range(2, 34)
+
+
+def ns(p: int) -> int:
+    """⌈log2 p⌉ as HCCL computes it: the bit length of p − 1."""
+    return (p - 1).bit_length()
+
+
+def flog(p: int) -> int:
+    """⌊log2 p⌋."""
+    return p.bit_length() - 1
+
+
+def is_pow2(p: int) -> bool:
+    return p & (p - 1) == 0
+
+
+@dataclass(frozen=True)
+class CostFormula:
+    """One document formula, and ccxml's own where its schedule differs."""
+
+    algorithm: str              # CLI name (ccxml.algorithms.REGISTRY)
+    module: str                 # module in ccxml.algorithms
+    coll: str
+    doc: Formula                # the HCCL document's formula
+    ps: tuple[int, ...] = tuple(ALL_P)
+    ccxml: Formula | None = None  # the exact time of ccxml's schedule when it differs from ``doc``
+    why: str = ""
+    root: int | None = None
+
+    @property
+    def id(self) -> str:
+        tail = "" if self.ps == tuple(ALL_P) else (
+            "-pow2" if all(is_pow2(p) for p in self.ps) else
+            "-nonpow2" if not any(is_pow2(p) for p in self.ps) else "")
+        return f"{self.algorithm}-{self.coll}{tail}"
+
+
+POW2 = tuple(p for p in ALL_P if is_pow2(p))
+NONPOW2 = tuple(p for p in ALL_P if not is_pow2(p))
+
+
+def _rhd_nonpow2_ar(p, n, a, b, g):
+    q = 2 ** flog(p)
+    return (2 * flog(p) + 2) * a + (2 * (q - 1) / q + 2) * n * b + ((q - 1) / q + 1) * n * g
+
+
+def _rhd_nonpow2_rd(p, n, a, b, g):
+    q = 2 ** flog(p)
+    return (2 * flog(p) + 1) * a + (2 * (q - 1) / q + 1) * n * b + ((q - 1) / q + 1) * n * g
+
+
+FORMULAS = [
+    # ---- Ring (§3) ----------------------------------------------------------------------------
+    CostFormula("ring", "ring", "allreduce", lambda p, n, a, b, g: 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
+    CostFormula("ring", "ring", "reducescatter", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n * (b + g)),
+    CostFormula("ring", "ring", "allgather", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n * b),
+    CostFormula("ring", "ring", "scatter", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n * b, root=0),
+    CostFormula("ring", "ring", "gather", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n * b, root=0),
+    CostFormula("ring", "ring", "reduce", lambda p, n, a, b, g: (p - 1) * (a + n * b + n * g), root=0),
+    CostFormula("ring", "ring", "broadcast", lambda p, n, a, b, g: (p - 1) * (a + n * b), root=0,
+        ccxml=lambda p, n, a, b, g: (2 * p - 2) * (a + n / p * b),
+        why="HCCL's broadcast_ring.cc pipelines p chunks over 2p-2 slots (§3, §12.6); the doc "
+            "formula describes an unchunked chain. ccxml generates the template's schedule."),
+    # ---- Mesh (§2) ----------------------------------------------------------------------------
+    CostFormula("mesh", "mesh", "allreduce", lambda p, n, a, b, g: 2 * a + 2 * n / p * b + (p - 1) / p * n * g),
+    CostFormula("mesh", "mesh", "reducescatter", lambda p, n, a, b, g: a + n / p * b + (p - 1) / p * n * g),
+    CostFormula("mesh", "mesh", "allgather", lambda p, n, a, b, g: a + n / p * b),
+    CostFormula("mesh", "mesh", "scatter", lambda p, n, a, b, g: a + n / p * b, root=0),
+    CostFormula("mesh", "mesh", "gather", lambda p, n, a, b, g: a + n / p * b, root=0),
+    CostFormula("mesh", "mesh", "broadcast", lambda p, n, a, b, g: 2 * a + 2 * n / p * b, root=0),
+    CostFormula("mesh", "mesh", "reduce", lambda p, n, a, b, g: 2 * a + 2 * n / p * b + (p - 1) / p * n * g, root=0),
+    CostFormula("mesh", "mesh", "alltoall", lambda p, n, a, b, g: a + n / p * b),
+    # ---- RHD (§4) -----------------------------------------------------------------------------
+    CostFormula("rhd", "rhd", "allreduce", lambda p, n, a, b, g: 2 * flog(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, ps=POW2),
+    CostFormula("rhd", "rhd", "allreduce", _rhd_nonpow2_ar, ps=NONPOW2),
+    CostFormula("rhd", "rhd", "reducescatter", lambda p, n, a, b, g: flog(p) * a + (p - 1) / p * n * (b + g), ps=POW2),
+    CostFormula("rhd", "rhd", "allgather", lambda p, n, a, b, g: flog(p) * a + (p - 1) / p * n * b, ps=POW2),
+    CostFormula("rhd", "rhd", "broadcast", lambda p, n, a, b, g: ns(p) * (a + n * b), root=0),
+    CostFormula("rhd", "rhd", "reduce", lambda p, n, a, b, g: 2 * flog(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, ps=POW2, root=0),
+    CostFormula("rhd", "rhd", "reduce", _rhd_nonpow2_rd, ps=NONPOW2, root=0),
+    # ---- PairWise (§5): uniform all-to-all, n_ij = n/p -----------------------------------------
+    CostFormula("pairwise", "pairwise", "alltoall", lambda p, n, a, b, g: (p - 1) * a + (p - 1) * n / p * b),
+    # ---- Star (§6): root-side serialisation ignored ---------------------------------------------
+    CostFormula("star", "star", "broadcast", lambda p, n, a, b, g: a + n * b, root=0),
+    CostFormula("star", "star", "gather", lambda p, n, a, b, g: a + n / p * b, root=0),
+    # ---- NHR (§7) -----------------------------------------------------------------------------
+    CostFormula("nhr", "nhr", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
+    CostFormula("nhr", "nhr", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g)),
+    CostFormula("nhr", "nhr", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b),
+    CostFormula("nhr", "nhr", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0),
+    CostFormula("nhr", "nhr", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0),
+    # ---- NB (§8) ------------------------------------------------------------------------------
+    CostFormula("nb", "nb", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
+    CostFormula("nb", "nb", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g)),
+    CostFormula("nb", "nb", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b),
+    CostFormula("nb", "nb", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0),
+    CostFormula("nb", "nb", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0),
+]
+
+
+def lookup(algorithm: str, coll: str, p: int) -> CostFormula | None:
+    """The formula for ``algorithm`` × ``coll`` that covers ``p`` ranks, if the document has one."""
+    for f in FORMULAS:
+        if f.algorithm == algorithm and f.coll == coll and p in f.ps:
+            return f
+    return None
