@@ -9,8 +9,17 @@ Public entry points are imported lazily so that ``import ccxml`` stays cheap:
 from __future__ import annotations
 
 import importlib
+import os
 
 __version__ = "0.1.0"
+
+# In a source checkout the algorithm scripts live in <repo>/algorithms; an installed ccxml has
+# them as ccxml/algorithms. Let the package find them in both cases.
+_here = os.path.dirname(os.path.abspath(__file__))
+_repo = os.path.dirname(_here)
+if (not os.path.isdir(os.path.join(_here, "algorithms"))
+        and os.path.isfile(os.path.join(_repo, "algorithms", "__init__.py"))):
+    __path__.append(_repo)  # noqa: F821 - the package's own __path__
 
 _LAZY = {
     "Program": ("ccxml.chunk", "Program"),

@@ -1,0 +1,23 @@
+"""Shared test fixtures: paths, the XML schema, the corpus folder."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("CCXML_CORPUS", REPO.parent / "shared" / "xml-corpus"))
+
+
+@pytest.fixture(scope="session")
+def xsd():
+    from lxml import etree
+    return etree.XMLSchema(etree.parse(str(REPO / "schemas" / "msccl.xsd")))
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not (CORPUS / "INDEX.md").is_file():
+        pytest.skip(f"xml corpus not found at {CORPUS}")
+    return CORPUS
