@@ -1,0 +1,197 @@
+"""Unit tests of the compiler passes on small hand-built programs."""
+from __future__ import annotations
+
+import pytest
+from lxml import etree
+
+from ccxml.chunk import Program
+from ccxml.ir import GPU, TB, IRError, Step
+from ccxml.passes import LimitError, compile_algo
+from ccxml.wire import Coll, StepType
+
+
+def _xml_steps(text: str):
+    """{(gpu, tb): [step attrib dicts]} of an exported file."""
+    root = etree.fromstring(text.encode())
+    return {(int(g.get("id")), int(t.get("id"))): [dict(s.attrib) for s in t]
+            for g in root for t in g}, root
+
+
+def test_cross_gpu_dependency_is_rejected_when_added():
+    a = Step(StepType.COPY, 0)
+    b = Step(StepType.COPY, 1)
+    with pytest.raises(IRError, match="across GPUs"):
+        a.add_dep(b)
+
+
+def test_channel_conflict_is_detected():
+    gpu = GPU(0)
+    gpu.add_tb(TB(1, -1, 0))
+    with pytest.raises(IRError, match="two TBs send to 1 on channel 0"):
+        gpu.add_tb(TB(1, 2, 0))
+    gpu.add_tb(TB(1, -1, 1))      # another channel is fine
+    with pytest.raises(IRError, match="two TBs receive from 2"):
+        gpu.add_tb(TB(3, 2, 1)) if gpu.add_tb(TB(-1, 2, 1)) else None
+
+
+def _two_source_program():
+    """Rank 0 receives from ranks 1 and 2 (two TBs), then sends both chunks on to rank 3."""
+    prog = Program("t", Coll.ALLREDUCE, 4, 4)
+    prog.input(1, 0).copy(prog.scratch(0, 0))
+    prog.input(2, 1).copy(prog.scratch(0, 1))
+    prog.input(0, 2).copy(prog.scratch(0, 2))            # a local step in between
+    prog.scratch(0, 0, 2).copy(prog.output(3, 0, 2))     # depends on both receives
+    return prog
+
+
+def test_several_dependencies_become_nops_with_fresh_indices():
+    prog = _two_source_program()
+    text = prog.to_xml()
+    steps, root = _xml_steps(text)
+    gpu0 = root[0]
+    tbs = {int(t.get("id")): t for t in gpu0}
+    sender = next(t for t in gpu0 if t.get("send") == "3")
+    kinds = [s.get("type") for s in sender]
+    first_real = kinds.index("s")
+    assert kinds[first_real - 1] == "nop" and kinds.count("nop") == 1
+    # every nop carries a dependency, the step right after the nops carries its own
+    nop = sender[first_real - 1]
+    assert int(nop.get("depid")) >= 0
+    assert int(sender[first_real].get("depid")) >= 0
+    # each dependency names a real step of another TB at its final index, which publishes
+    targets = set()
+    for s in (nop, sender[first_real]):
+        tb = tbs[int(s.get("depid"))]
+        target = tb[int(s.get("deps"))]
+        assert target.get("s") == s.get("deps")
+        assert target.get("type") == "r" and target.get("hasdep") == "1"
+        targets.add(tb.get("recv"))
+    assert targets == {"1", "2"}
+    # s is the position, nops included
+    for t in gpu0:
+        assert [int(s.get("s")) for s in t] == list(range(len(t)))
+
+
+def test_dependency_indices_follow_steps_moved_by_nop_insertion():
+    """A dependency on a TB that itself received nops points at the shifted position."""
+    prog = Program("t", Coll.ALLREDUCE, 4, 4)
+    prog.input(1, 0).copy(prog.scratch(0, 0))
+    prog.input(2, 1).copy(prog.scratch(0, 1))
+    prog.scratch(0, 0, 2).copy(prog.output(3, 0, 2))      # tb(send=3): 1 nop + s
+    prog.input(3, 2).copy(prog.scratch(0, 2))             # recv from 3 after the nop'd send
+    prog.scratch(0, 2).copy(prog.scratch(0, 3))           # cpy waits for that recv
+    steps, root = _xml_steps(prog.to_xml())
+    for g in root:
+        for t in g:
+            for s in t:
+                if s.get("depid") != "-1":
+                    target = g[int(s.get("depid"))][int(s.get("deps"))]
+                    assert target.get("type") != "nop"
+                    assert target.get("hasdep") == "1"
+                    assert target.get("s") == s.get("deps")
+
+
+def test_ordering_never_moves_a_send_before_the_receive_that_fills_it():
+    """Full-duplex TB: issue order r, s (the s forwards what r got). The key (0,0) < (1,1)
+    would put the send first; the data dependency must win."""
+    prog = Program("t", Coll.ALLREDUCE, 2, 2)
+    prog.input(1, 0).copy(prog.scratch(0, 0))             # r on rank 0 from 1
+    prog.scratch(0, 0).copy(prog.scratch(1, 1))           # s on rank 0 to 1 reading it
+    algo = prog.compile(merge_rcs=False)
+    tb = algo.gpus[0].tbs[0]
+    assert [s.type for s in tb.steps] == [StepType.RECV, StepType.SEND]
+
+
+def test_ordering_interleaves_independent_full_duplex_exchanges():
+    """Two ranks each send two chunks to the other: order becomes s0 r0 s1 r1 on both."""
+    prog = Program("t", Coll.ALLREDUCE, 2, 2)
+    for c in range(2):
+        prog.input(0, c).copy(prog.scratch(1, c))
+    for c in range(2):
+        prog.input(1, c).copy(prog.scratch(0, c))
+    algo = prog.compile(merge_rcs=False)
+    for gpu in algo.gpus:
+        assert [s.type.value for s in gpu.tbs[0].steps] == ["s", "r", "s", "r"]
+
+
+def _forward(size_recv=1, size_send=1, src_offset=0, extra_dep=False):
+    prog = Program("t", Coll.ALLREDUCE, 3, 4)
+    prog.input(0, 0, size_recv).copy(prog.scratch(1, 0, size_recv))
+    if extra_dep:
+        prog.input(1, 3).copy(prog.scratch(1, 3))            # local write the send will read
+    prog.scratch(1, src_offset, size_send).copy(prog.scratch(2, 0, size_send))
+    if extra_dep:
+        pass
+    return prog
+
+
+def test_rcs_merge_when_the_send_forwards_exactly_what_was_received():
+    algo = _forward().compile()
+    assert [s.type for s in algo.gpus[1].tbs[0].steps] == [StepType.RECV_COPY_SEND]
+
+
+@pytest.mark.parametrize("kwargs", [dict(size_recv=2, size_send=1),      # cnt differs
+                                    dict(src_offset=1, size_recv=2, size_send=1),
+                                    dict(src_offset=0, size_recv=1, size_send=1, extra_dep=True)])
+def test_rcs_merge_only_under_its_conditions(kwargs):
+    if kwargs.get("extra_dep"):
+        prog = Program("t", Coll.ALLREDUCE, 3, 4)
+        prog.input(0, 0).copy(prog.scratch(1, 0))
+        prog.input(1, 3).copy(prog.scratch(1, 1))           # a cpy on another range
+        prog.scratch(1, 0, 2).copy(prog.scratch(2, 0, 2))   # reads both: depends on r and cpy
+        algo = prog.compile()
+    else:
+        algo = _forward(**kwargs).compile()
+    types = [s.type for tb in algo.gpus[1].tbs for s in tb.steps]
+    assert StepType.RECV_COPY_SEND not in types
+
+
+def test_receive_reduce_then_send_fuses_to_rrs_only_when_the_store_is_dead():
+    # partial sums in scratch that nobody reads later: rrs
+    prog = Program("t", Coll.REDUCE, 3, 1, root=2)
+    acc = prog.input(0, 0).reduce(prog.input(1, 0), out=prog.scratch(1, 0))
+    acc.reduce(prog.input(2, 0), out=prog.output(2, 0))
+    types = [s.type for s in prog.compile().gpus[1].tbs[0].steps]
+    assert types == [StepType.RECV_REDUCE_SEND]
+    # the same but the partial lands in the output: the store is the final value -> rrcs
+    prog = Program("t", Coll.REDUCE, 3, 1, root=2)
+    acc = prog.input(0, 0).reduce(prog.input(1, 0), out=prog.output(1, 0))
+    acc.reduce(prog.input(2, 0), out=prog.output(2, 0))
+    types = [s.type for s in prog.compile().gpus[1].tbs[0].steps]
+    assert types == [StepType.RECV_REDUCE_COPY_SEND]
+
+
+def test_rccl_target_lowers_fused_and_reduce_receives():
+    from ccxml.algorithms.ring import allreduce
+    algo = allreduce(5).compile("rccl")
+    kinds = {s.type for s in algo.steps()}
+    assert kinds <= {StepType.SEND, StepType.RECV, StepType.COPY, StepType.REDUCE, StepType.NOP}
+    assert StepType.REDUCE in kinds
+
+
+def test_long_thread_blocks_are_split_across_channels_with_links_intact():
+    from ccxml.algorithms.ring import allreduce
+    algo = allreduce(40).compile("exec")      # 79 steps per TB before splitting
+    assert algo.nchannels == 2
+    for gpu in algo.gpus:
+        assert len(gpu.tbs) == 2
+        for tb in gpu.tbs:
+            assert len(tb.steps) <= 64
+        first_of_second = next(tb for tb in gpu.tbs if tb.chan == 1).steps
+        real = [s for s in first_of_second if s.type is not StepType.NOP]
+        assert real[0].dep is not None and real[0].dep.tb.chan == 0
+
+
+def test_split_that_needs_too_many_channels_names_the_limit():
+    from ccxml.algorithm import Options
+    from ccxml.algorithms.ring import allreduce
+    # 65 steps per TB on 17 channels: the second piece would need channel 33 > 31
+    with pytest.raises(LimitError, match=r"limit is 64 per TB.*--target legacy"):
+        allreduce(33, options=Options(channels=17)).compile("exec")
+    with pytest.raises(LimitError, match=r"channel 32 exceeds the exec limit of 31"):
+        allreduce(2, options=Options(channels=33)).compile("exec")
+
+
+def test_compile_is_deterministic():
+    from ccxml.algorithms.ring import allgather
+    assert allgather(7).to_xml() == allgather(7).to_xml()
