@@ -32,15 +32,32 @@ def main() -> None:
     print(f"# alpha={args.alpha:g} s, beta={args.beta:g} s/B, gamma={args.gamma:g} s/B, p in {args.p}")
     print(f"# {'row':<26} {'max |sim/doc-1|':>16} {'max |sim/ccxml-1|':>18} {'p range':>8}  why")
     for f in FORMULAS:
-        row = f"{f.algorithm}-{f.coll}" + ("" if len(f.ps) == 32 else f"[{len(f.ps)} p]")
+        row = f"{f.algorithm}-{f.coll}" + ("" if len(f.ps) in (0, 32) else f"[{len(f.ps)} p]")
         try:
             importlib.import_module(f"ccxml.algorithms.{f.module}")
         except ModuleNotFoundError:
             print(f"  {row:<26} {'missing':>16}")
             continue
         dev_doc = dev_own = 0.0
-        ps = [p for p in f.ps if p in prange]
         t0 = time.perf_counter()
+        if f.hierarchical:
+            for groups in f.shapes:
+                topo2 = Topology.from_groups(groups, intra=f.levels[0], inter=f.levels[1])
+                try:
+                    s = algorithm_schedule(f.algorithm, f.coll, sum(groups), topology=topo2,
+                                           target="exec" if f.coll == "alltoall" else "legacy")
+                except ValueError as e:
+                    print(f"  {row:<26} groups {list(groups)}: cannot build: {e}")
+                    break
+                n = float(s.nchunksperloop * 4 * max(1, math.ceil((1 << 20) / (s.nchunksperloop * 4))))
+                t = simulate_schedule(s, n, topo2).time_s
+                dev_doc = max(dev_doc, abs(t / f.hier_doc(groups, n, *f.levels) - 1))
+                dev_own = max(dev_own, abs(t / (f.hier_ccxml or f.hier_doc)(groups, n, *f.levels) - 1))
+            else:
+                print(f"  {row:<26} {dev_doc:>16.3e} {dev_own:>18.3e} {len(f.shapes):>6} sh  {f.why}"
+                      f"   [{time.perf_counter() - t0:.1f}s]")
+            continue
+        ps = [p for p in f.ps if p in prange]
         for p in ps:
             target = "exec" if f.coll in ("gather", "scatter", "alltoall") else "legacy"
             try:

@@ -28,7 +28,8 @@ FLAT = Topology.flat(ALPHA, BETA, GAMMA)
 #: (the full 2..33 sweep is the ``slow`` test)
 SWEEP_P = tuple(range(2, 13)) + (15, 16, 17, 23, 24, 31, 32, 33)
 TOL = 1e-9
-ROWS = FORMULAS
+ROWS = [f for f in FORMULAS if not f.hierarchical]
+HIER_ROWS = [f for f in FORMULAS if f.hierarchical]
 
 
 def message_bytes(nchunks: int, coll: str, p: int) -> float:
@@ -86,3 +87,27 @@ def test_recorded_deviations_from_the_doc_formula(row: Row):
         assert ratio == pytest.approx(expected / doc, rel=TOL)
         if p >= 3:
             assert ratio != pytest.approx(1.0, rel=1e-6), "the deviation vanished: make the row exact"
+
+
+@functools.lru_cache(maxsize=None)
+def generated_on(algorithm: str, coll: str, groups: tuple[int, ...], levels):
+    from ccxml.commands_simulate import algorithm_schedule
+    topo = Topology.from_groups(groups, intra=levels[0], inter=levels[1])
+    target = "exec" if coll == "alltoall" else "legacy"
+    return algorithm_schedule(algorithm, coll, sum(groups), topology=topo, target=target), topo
+
+
+@pytest.mark.parametrize("row", HIER_ROWS, ids=[r.id for r in HIER_ROWS])
+def test_hierarchical_simulated_time_equals_the_formula(row: Row):
+    """Pipeline and AHC, on the shapes of issue 5, with two link levels."""
+    pytest.importorskip(f"ccxml.algorithms.{row.module}")
+    bad = []
+    for groups in row.shapes:
+        sched, topo = generated_on(row.algorithm, row.coll, groups, row.levels)
+        n = message_bytes(sched.nchunksperloop, row.coll, sum(groups))
+        t = simulate_schedule(sched, n, topo).time_s
+        expected = (row.hier_ccxml or row.hier_doc)(groups, n, *row.levels)
+        if abs(t - expected) > TOL * expected:
+            bad.append(f"groups {list(groups)}: simulated {t:.9e} s, formula {expected:.9e} s "
+                       f"({(t - expected) / expected:+.2e})")
+    assert not bad, f"{row.id}: " + "; ".join(bad[:6])

@@ -170,6 +170,7 @@ _SENDS = {t.value for t in StepType if t.sends}
 _RECEIVES = {t.value for t in StepType if t.receives}
 _REDUCES = {t.value for t in StepType if t.reduces}
 _KNOWN = {t.value for t in StepType}
+_NOP = StepType.NOP.value
 
 # why an op's time was what it was
 _START, _PROGRAM, _DEP, _DATA, _LINK = "start", "program", "dependency", "data", "link"
@@ -219,7 +220,7 @@ def _compile_tb(gpu: int, tb) -> _TB:
     for index, st in enumerate(tb.steps):
         if st.type not in _KNOWN:
             raise SimulationError(f"gpu {gpu} tb {tb.id} step {index}: unknown step type {st.type!r}")
-        if st.type == StepType.NOP.value:
+        if st.type == _NOP:
             if st.depid >= 0:
                 pending.append((st.depid, st.deps))
             continue

@@ -16,7 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ccxml.topology import LinkLevel
+
 Formula = Callable[[int, float, float, float, float], float]   # (p, n, α, β, γ) -> seconds
+#: hierarchical formulas: (group sizes, n, intra level, inter level) -> seconds
+HierFormula = Callable[[tuple, float, "LinkLevel", "LinkLevel"], float]
 
 #: the p range every formula is stated for here
 ALL_P = range(2, 34)
@@ -48,9 +52,22 @@ class CostFormula:
     ccxml: Formula | None = None  # the exact time of ccxml's schedule when it differs from ``doc``
     why: str = ""
     root: int | None = None
+    #: hierarchical rows: the group shapes checked, and formulas over (groups, n, intra, inter);
+    #: ``doc``/``ccxml`` are then unused and ``ps`` is empty
+    shapes: tuple[tuple[int, ...], ...] = ()
+    hier_doc: HierFormula | None = None
+    hier_ccxml: HierFormula | None = None
+    #: (intra, inter) link levels meeting the formula's assumptions
+    levels: tuple[LinkLevel, LinkLevel] | None = None
+
+    @property
+    def hierarchical(self) -> bool:
+        return bool(self.shapes)
 
     @property
     def id(self) -> str:
+        if self.shapes:
+            return f"{self.algorithm}-{self.coll}"
         tail = "" if self.ps == tuple(ALL_P) else (
             "-pow2" if all(is_pow2(p) for p in self.ps) else
             "-nonpow2" if not any(is_pow2(p) for p in self.ps) else "")
@@ -59,6 +76,41 @@ class CostFormula:
 
 POW2 = tuple(p for p in ALL_P if is_pow2(p))
 NONPOW2 = tuple(p for p in ALL_P if not is_pow2(p))
+
+
+def _none(p, n, a, b, g):
+    raise TypeError("a hierarchical row has no flat formula")
+
+
+#: Pipeline's formula has no γ and separate α/β per level
+PIPELINE_LEVELS = (LinkLevel(alpha=1e-6, beta=1e-10, gamma=0.0),
+                   LinkLevel(alpha=5e-6, beta=1e-9, gamma=0.0))
+#: AHC's formula has one α and γ and β_inter = C·β_intra
+AHC_LEVELS = (LinkLevel(alpha=1e-6, beta=1e-10, gamma=3e-11),
+              LinkLevel(alpha=1e-6, beta=4e-10, gamma=3e-11))
+
+#: server shapes (S servers × m ranks) the Pipeline rows are checked on
+PIPELINE_SHAPES = ((2, 2), (2, 2, 2), (4, 4), (2,) * 5, (3, 3, 3), (8, 8, 8, 8))
+#: group shapes the AHC rows are checked on (issue 5's list)
+AHC_SHAPES = ((2, 3), (1, 4), (3, 3, 2), (4, 4), (2, 2, 2, 2), (5, 7))
+
+
+def _pipeline_half(gs, n, lo, hi):
+    """RS = AG = max(s/p·β_inter + α_inter, s/p·β_intra + α_intra)·(S − 1) + s/p·β_intra + α_intra."""
+    p, servers = sum(gs), len(gs)
+    b = n / p
+    return max(hi.transfer(b), lo.transfer(b)) * (servers - 1) + lo.transfer(b)
+
+
+def _ahc_allreduce(gs, n, lo, hi):
+    """2(⌈log(m+d)⌉ + ⌈log G⌉)α + 2((m+d−1)/(m+d) + (G−1)C/(G·m))·nβ
+    + ((m+d−1)/(m+d) + (G−1)/(G·m))·nγ, with m the smallest group, m+d the largest, G groups,
+    α and γ the intra level's, β = β_intra and C = β_inter / β_intra (intra and inter both NB)."""
+    m, big, G = min(gs), max(gs), len(gs)
+    a, b, g = lo.alpha, lo.beta, lo.gamma
+    C = hi.beta / b if b else 0.0
+    return (2 * (ns(big) + ns(G)) * a + 2 * ((big - 1) / big + (G - 1) * C / (G * m)) * n * b
+            + ((big - 1) / big + (G - 1) / (G * m)) * n * g)
 
 
 def _rhd_nonpow2_ar(p, n, a, b, g):
@@ -117,12 +169,22 @@ FORMULAS = [
     CostFormula("nb", "nb", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b),
     CostFormula("nb", "nb", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0),
     CostFormula("nb", "nb", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0),
+    # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
+    CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
+                hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),
+    CostFormula("pipeline", "pipeline", "reducescatter", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
+                hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),
+    CostFormula("pipeline", "pipeline", "allreduce", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
+                hier_doc=lambda gs, n, lo, hi: 2 * _pipeline_half(gs, n, lo, hi)),
+    # ---- AHC (§9): the doc's AllReduce row (its label says ReduceScatter, §12.7) -------------
+    CostFormula("ahc", "ahc", "allreduce", _none, ps=(), shapes=AHC_SHAPES, levels=AHC_LEVELS,
+                hier_doc=_ahc_allreduce),
 ]
 
 
 def lookup(algorithm: str, coll: str, p: int) -> CostFormula | None:
     """The formula for ``algorithm`` × ``coll`` that covers ``p`` ranks, if the document has one."""
     for f in FORMULAS:
-        if f.algorithm == algorithm and f.coll == coll and p in f.ps:
+        if f.algorithm == algorithm and f.coll == coll and (p in f.ps or f.shapes):
             return f
     return None
