@@ -320,8 +320,10 @@ def select(ranks, coll, nbytes, root, topology_file, alpha, beta, gamma, as_json
     if not ranked:
         notes.append(f"no available algorithm can run {coll} on {ranks} ranks here")
     elif rule_pick is None:
-        notes.append(f"the rule's choice ({', '.join(advice.algorithms) or 'none'}) is not "
-                     f"available for this shape")
+        from ccxml.algorithms import available
+        present = [a for a in advice.algorithms if a in available()]
+        why = "cannot run this shape" if present else "is not in this build of ccxml"
+        notes.append(f"the rule's choice ({', '.join(advice.algorithms) or 'none'}) {why}")
     elif rule_pick != names[0]:
         best_t = ranked[0][1].time_s
         t = dict(ranked)[rule_pick].time_s

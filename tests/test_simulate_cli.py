@@ -186,7 +186,7 @@ def test_select_ranks_available_algorithms_and_shows_the_rule(capsys):
     assert doc["rule"]["level"] == "server-inner" and doc["rule"]["algorithms"][0] == "mesh"
     from ccxml.algorithms import available
     if "mesh" not in available():
-        assert doc["rule"]["pick"] is None and "not available" in doc["notes"][0]
+        assert doc["rule"]["pick"] is None and "is not in this build" in doc["notes"][0]
 
 
 def test_select_table(capsys):
