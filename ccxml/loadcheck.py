@@ -235,15 +235,22 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add) -> None:
         if len(tb.steps) > MAX_SUBS:
             add(Finding("too-many-children", f"{pre}{len(tb.steps)} <step> elements in one TB "
                                              f"(max {MAX_SUBS})", gpu=r, tb=b, line=tb.line))
-        pending = 0
         max_s = p.max_steps_per_tb
+        cols = _columns(tb.steps)
+        used_types.update(cols.types)
+        if _runtime_clean(g, cols, max_s, miss):
+            continue
+        pending = 0
+        too_many = False
         for i, st in enumerate(tb.steps):
-            used_types.add(st.type)
             if st.line and ("step", st.line) in miss:
                 for m in miss[("step", st.line)]:
                     add(Finding("missing-attribute", f"{pre}Attribute {m.attr} of node step not "
                                                      f"found", gpu=r, tb=b, step=i, line=st.line))
             if st.s >= max_s:
+                if too_many:
+                    continue
+                too_many = True
                 add(Finding("too-many-steps", f"{pre}too many steps are requested. Max number of "
                                               f"steps: {max_s}, requested: {st.s + 1}",
                             gpu=r, tb=b, step=i, line=st.line))
@@ -393,9 +400,53 @@ def safety_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
     return out
 
 
+class _Cols:
+    """A TB's steps as columns, so most checks run as C-level min/max/set operations."""
+    __slots__ = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "hasdep",
+                 "types")
+
+    def __init__(self, steps):
+        rows = [(x.s, x.type, x.srcbuf, x.srcoff, x.dstbuf, x.dstoff, x.cnt, x.depid, x.hasdep)
+                for x in steps]
+        (self.s, self.type, self.srcbuf, self.srcoff, self.dstbuf, self.dstoff, self.cnt,
+         self.depid, self.hasdep) = zip(*rows) if rows else ((),) * 9
+        self.types = set(self.type)
+
+
+def _columns(steps) -> _Cols:
+    return _Cols(steps)
+
+
+def _runtime_clean(g: ScheduleGPU, c: _Cols, max_s: int, miss) -> bool:
+    """True when no per-step runtime rule can fire for this TB (conservative, C-speed)."""
+    if not c.s:
+        return True
+    if miss or "nop" in c.types or not c.types <= STEP_TYPES:
+        return False
+    if min(c.s) < 0 or max(c.s) >= max_s or len(c.s) > max_s:
+        return False
+    bufs = set(c.srcbuf) | set(c.dstbuf)
+    if not bufs <= BUFFERS or not set(c.hasdep) <= {0, 1}:
+        return False
+    if min(c.cnt) < 0 or max(c.cnt) >= MAX_COUNT:
+        return False
+    smallest = min(_buffer_chunks(g, x) for x in bufs)
+    return (min(c.srcoff) >= -1 and min(c.dstoff) >= -1 and max(c.srcoff) < smallest
+            and max(c.dstoff) < smallest)
+
+
 def _tb_safety(s, p, g, tbs, tb, add, sent, recvd) -> None:
     r, b = g.id, tb.id
     steps = tb.steps
+    c = _Cols(steps)
+    if steps and _safety_clean(g, tb, c):
+        if tb.send >= 0:
+            sent.setdefault((r, tb.send, tb.chan), []).extend(
+                [n for t, n in zip(c.type, c.cnt) if t in _SENDS])
+        if tb.recv >= 0:
+            recvd.setdefault((tb.recv, r, tb.chan), []).extend(
+                [n for t, n in zip(c.type, c.cnt) if t in _RECEIVES])
+        return
     chain_len = 0
     chain_cnt = None
     prev = None
@@ -451,6 +502,22 @@ def _tb_safety(s, p, g, tbs, tb, add, sent, recvd) -> None:
             chain_cnt = st.cnt
         pending_nop = t == "nop"
         prev = st if t != "nop" else None
+
+
+def _safety_clean(g: ScheduleGPU, tb, c: _Cols) -> bool:
+    """True when no per-step safety rule can fire for this TB (conservative, C-speed)."""
+    if "nop" in c.types or "re" in c.types or max(c.depid) >= 0 or min(c.cnt) <= 0:
+        return False
+    if list(c.s) != list(range(len(c.s))):
+        return False
+    if (tb.send < 0 and c.types & _SENDS) or (tb.recv < 0 and c.types & _RECEIVES):
+        return False
+    bufs = set(c.srcbuf) | set(c.dstbuf)
+    if not bufs <= BUFFERS:
+        return False
+    smallest = min(_buffer_chunks(g, x) for x in bufs)
+    return (min(c.srcoff) >= 0 and min(c.dstoff) >= 0
+            and max(c.srcoff) + max(c.cnt) <= smallest and max(c.dstoff) + max(c.cnt) <= smallest)
 
 
 def _dep_safety(p, g, tbs, tb, i, st, add) -> None:
