@@ -132,7 +132,7 @@ def runtime_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
         if issue.fatal:
             add(Finding("lexical", issue.message, line=issue.line))
     a = s.attrs
-    algo_line = int(s.extra.get("algo_line", 0) or 0) or None
+    algo_line = s.line or None
 
     def need(key: str) -> bool:
         if key in a:

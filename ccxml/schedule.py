@@ -108,6 +108,7 @@ class Schedule:
     gpus: list[ScheduleGPU] = field(default_factory=list)
     lexical: list[LexicalIssue] = field(default_factory=list)
     path: str = ""
+    line: int = 0        # line of the <algo> element (0 when built in memory)
     #: attributes some element lacks (exec/rccl/legacy each decide which of them are required)
     missing: list[MissingAttribute] = field(default_factory=list)
     #: names of elements the runtime skips (e.g. TACCL's <copy>), with how often they occur

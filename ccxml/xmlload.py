@@ -159,7 +159,7 @@ def _line_of(text: str, pos: int) -> int:
 
 
 class _Reader:
-    __slots__ = ("text", "path", "sched", "pos", "line", "lpos", "stack", "ints")
+    __slots__ = ("text", "path", "sched", "pos", "line", "lpos", "stack", "ints", "seen_algo")
 
     def __init__(self, text: str, path: str):
         self.text = text
@@ -170,6 +170,7 @@ class _Reader:
         self.lpos = 0          # position up to which ``line`` is counted
         self.stack: list = []  # (name, line, payload)
         self.ints = dict(_INT_CACHE)
+        self.seen_algo = False
 
     # -- helpers ---------------------------------------------------------------------------
     def at(self, pos: int) -> int:
@@ -208,7 +209,6 @@ class _Reader:
         if text.startswith("\xef\xbb\xbf"):
             self.lex(1, "UTF-8 byte-order mark before <algo> (runtime: expecting '<')")
             self.pos = 3
-        seen_algo = False
         done_algo = False
         tok = _TOKEN.match
         n = len(text)
@@ -231,7 +231,7 @@ class _Reader:
                 if "\t" in chunk and not stripped.strip("\t\f\v"):
                     self.lex(line + chunk[:chunk.index("\t")].count("\n"),
                              "tab between elements (runtime: expecting '<', got '\\t')")
-                elif not seen_algo and not self.stack and pos == 0 and stripped:
+                elif not self.seen_algo and not self.stack and pos == 0 and stripped:
                     raise self.error(pos, "not an MSCCL XML file (text where <algo> should start)")
                 else:
                     where = "after </algo>" if done_algo else "between elements"
@@ -256,21 +256,19 @@ class _Reader:
                 raise self.error(pos, f"{what} is not allowed in MSCCL XML (no DTDs or entities)")
             if kind == "close":
                 self.close(m, pos, line)
-                if seen_algo and not self.stack:
+                if self.seen_algo and not self.stack:
                     done_algo = True
                 continue
             # an element
             if done_algo:
                 self.lex(line, "element after </algo> (runtime: every rank fails)")
             self.element(m, pos, line)
-            if self.stack and self.stack[0][0] == "algo":
-                seen_algo = True
-            if seen_algo and not self.stack:
+            if self.seen_algo and not self.stack:
                 done_algo = True
         if self.stack:
             name, line, _ = self.stack[-1]
             raise LoadError(self.path, line, f"<{name}> opened here is never closed (truncated file?)")
-        if not seen_algo:
+        if not self.seen_algo:
             raise LoadError(self.path, None, "no <algo> element: not an MSCCL XML file")
         return self.sched
 
@@ -375,9 +373,10 @@ class _Reader:
         handled = True
         if pname is None:
             if name == "algo":
-                if self.sched.attrs or self.sched.gpus:
+                if self.seen_algo:
                     self.lex(line, "second <algo> element")
                 else:
+                    self.seen_algo = True
                     self.algo(attrs, line)
             else:
                 handled = False
@@ -417,7 +416,7 @@ class _Reader:
             if key in attrs:
                 self.number(attrs[key], limits, line, key)
         self.sched.attrs.update(attrs)
-        self.sched.extra["algo_line"] = str(line)
+        self.sched.line = line
 
     def ints_of(self, attrs, names, dropped, element, line, gpu=None, tb=None, step=None):
         out = []
