@@ -1,0 +1,318 @@
+"""Phase builders for the hierarchical algorithms: flat algorithms run on a SUBSET of ranks.
+
+A hierarchical schedule (AHC, Pipeline, the 2-D family) is a composition of flat collectives
+that each run among some of the ranks (the ranks of one server, or one rank per server) on some
+of the data. This module supplies the pieces:
+
+* :class:`Space` — where logical *units* of a buffer live, for one of K parallel instances
+  (``--channels``). A range of units is a :data:`Data` (a tuple of Chunks, usually one).
+* step tables — which member sends which blocks to which member in each step, for the flat
+  algorithms (ring, NHR, mesh; chains and stars for rooted phases). A table is a list of steps,
+  a step a list of ``(from_pos, to_pos, blocks)``; positions index the member list.
+* executors — :func:`run_reduce` (every transfer reduces into the receiver's copy) and
+  :func:`run_copy` (every transfer stores), which issue the Chunk API calls step by step.
+
+Ownership convention of the reduce-scatter tables: member ``pos`` ends with block ``pos``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ccxml.algorithm import AlgorithmError
+from ccxml.chunk import Chunk, Program
+from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer
+
+Data = tuple[Chunk, ...]
+Transfer = tuple[int, int, Sequence[int]]     # (from position, to position, blocks)
+Table = list[list[Transfer]]
+
+
+# ---- where data lives ------------------------------------------------------------------------
+
+class Space:
+    """Logical units ``[0, units)`` of ``buffer`` on every rank, for instance ``instance`` of K.
+
+    With ``block=None`` instance c owns chunks ``[base + c·units, base + (c+1)·units)`` (one
+    contiguous slice). With ``block=X`` the buffer is a row of rank-blocks of K·X chunks and
+    instance c owns the X chunks at offset c·X of each rank-block, so a unit range that crosses a
+    rank-block boundary is several chunk ranges.
+    """
+
+    def __init__(self, prog: Program, buffer: Buffer, units: int, *, block: int | None = None,
+                 instances: int = 1, instance: int = 0, base: int = 0):
+        self.prog, self.buffer, self.units, self.block = prog, Buffer(buffer), units, block
+        self.k, self.c, self.base = instances, instance, base
+
+    def __call__(self, rank: int, lo: int, hi: int) -> Data:
+        if not 0 <= lo < hi <= self.units:
+            raise AlgorithmError(f"internal: unit range [{lo}, {hi}) outside [0, {self.units})")
+        if self.block is None:
+            return (self.prog.chunk(rank, self.buffer, self.base + self.c * self.units + lo, hi - lo),)
+        x, out = self.block, []
+        u = lo
+        while u < hi:
+            b, off = divmod(u, x)
+            n = min(hi - u, x - off)
+            out.append(self.prog.chunk(rank, self.buffer, self.base + b * self.k * x + self.c * x + off, n))
+            u += n
+        return tuple(out)
+
+
+def _pieces(data: Data) -> list[tuple[Chunk, int, int]]:
+    out, pos = [], 0
+    for ch in data:
+        out.append((ch, pos, pos + ch.size))
+        pos += ch.size
+    return out
+
+
+def _cut(data: Data, bounds: list[int]) -> list[Chunk]:
+    """``data`` cut at the running offsets ``bounds`` (which include every piece boundary)."""
+    out = []
+    for ch, lo, hi in _pieces(data):
+        cuts = [b for b in bounds if lo <= b <= hi]
+        for a, b in zip(cuts, cuts[1:]):
+            out.append(Chunk(ch.program, ch.gpu_id, ch.chunk_type, ch.index + a - lo, b - a))
+    return out
+
+
+def _align(*datas: Data) -> list[tuple[Chunk, ...]]:
+    sizes = {sum(c.size for c in d) for d in datas}
+    if len(sizes) != 1:
+        raise AlgorithmError(f"internal: data of different sizes {sorted(sizes)}")
+    if all(len(d) == 1 for d in datas):
+        return [tuple(d[0] for d in datas)]
+    bounds = sorted({b for d in datas for _, lo, hi in _pieces(d) for b in (lo, hi)})
+    return list(zip(*(_cut(d, bounds) for d in datas)))
+
+
+def message_cap(prog: Program) -> int:
+    """Largest ``cnt`` a message may have so that its link can buffer all of it.
+
+    A step of cnt c is ⌈c / maxAllowedCount⌉ primitive calls and a link buffers only
+    ``LINK_CALLS[proto]`` calls before the sender blocks (msccl-runtime.md §6, §9.5); with no
+    ``maxBytes`` maxAllowedCount may be 1. Two ranks that both send before they receive (every
+    ring and exchange step) hang unless each message fits, so longer transfers are cut.
+    """
+    a = prog.algo
+    allowed = 1
+    if a.maxBytes > 0:
+        allowed = max(1, min(MAX_COUNT_PER_CALL,
+                             int(CHUNK_EFFECTIVE_BYTES[a.proto] // (a.maxBytes / a.nchunksperloop))))
+    return min(MAX_COUNT_PER_CALL, LINK_CALLS[a.proto] * allowed)
+
+
+def _messages(pieces: list[tuple[Chunk, ...]], cross: bool) -> list[tuple[Chunk, ...]]:
+    """Aligned pieces cut to at most :func:`message_cap` chunks when they cross ranks."""
+    if not cross or not pieces:
+        return pieces
+    cap = message_cap(pieces[0][0].program)
+    out = []
+    for group in pieces:
+        size = group[0].size
+        for lo in range(0, size, cap):
+            n = min(cap, size - lo)
+            out.append(tuple(Chunk(c.program, c.gpu_id, c.chunk_type, c.index + lo, n) for c in group))
+    return out
+
+
+def copy(src: Data, dst: Data, chan: int) -> Data:
+    """Copy ``src`` into ``dst`` (a cpy on one rank, send/receive across ranks)."""
+    cross = src[0].gpu_id != dst[0].gpu_id
+    for a, b in _messages(_align(src, dst), cross):
+        if a != b:
+            a.copy(b, chan=chan)
+    return dst
+
+
+def reduce(src: Data, operand: Data, out: Data, chan: int) -> Data:
+    """``out`` = ``operand`` ⊕ ``src``; operand and out on the receiving rank."""
+    cross = src[0].gpu_id != operand[0].gpu_id
+    for a, b, o in _messages(_align(src, operand, out), cross):
+        a.reduce(b, chan=chan, out=o)
+    return out
+
+
+# ---- executors ----------------------------------------------------------------------------
+
+Loc = Callable[[int, int], Data]          # (position, block) -> data on that member
+
+
+def run_reduce(members: Sequence[int], table: Table, *, src: Loc, acc: Loc,
+               final: Loc | None = None, owner: Callable[[int], int] | None = None,
+               nblocks: int | None = None, chan: int = 0) -> None:
+    """Issue a reduce-type table: each transfer reduces the sender's value of a block into the
+    receiver's. ``src(pos, j)`` is member pos's own contribution, ``acc(pos, j)`` where it keeps a
+    partial sum, ``final(pos, j)`` where the owner (``owner(j)``, default member j) stores the
+    complete block. An owner that never receives its block (``nblocks`` blocks, default one per
+    member) copies it from where it is to ``final``. Locations are called with positions.
+    """
+    final = final or acc
+    owner = owner or (lambda j: j)
+    last: dict[tuple[int, int], tuple[int, int]] = {}
+    for si, step in enumerate(table):
+        for ti, (a, b, blocks) in enumerate(step):
+            for j in blocks:
+                last[(b, j)] = (si, ti)
+    cur: dict[tuple[int, int], Data] = {}
+
+    def value(pos: int, j: int) -> Data:
+        v = cur.get((pos, j))
+        return v if v is not None else src(pos, j)
+
+    for si, step in enumerate(table):
+        sources = [[value(a, j) for j in blocks] for a, _, blocks in step]
+        for ti, (a, b, blocks) in enumerate(step):
+            for j, s in zip(blocks, sources[ti]):
+                done = owner(j) == b and last[(b, j)] == (si, ti)
+                out = final(b, j) if done else acc(b, j)
+                cur[(b, j)] = reduce(s, value(b, j), out, chan)
+    for j in range(len(members) if nblocks is None else nblocks):
+        b = owner(j)
+        if (b, j) not in last:
+            copy(value(b, j), final(b, j), chan)
+
+
+def run_copy(members: Sequence[int], table: Table, *, loc: Loc, first: Loc | None = None,
+             chan: int = 0) -> None:
+    """Issue a copy-type table: each transfer stores the sender's block at the receiver's
+    ``loc``. ``first(pos, j)``, if given, is where the sender reads a block it has not received
+    (its own block, before a local copy has put it at ``loc``)."""
+    have: set[tuple[int, int]] = set()
+    for step in table:
+        for a, b, blocks in step:
+            for j in blocks:
+                s = loc(a, j) if first is None or (a, j) in have else first(a, j)
+                copy(s, loc(b, j), chan)
+        for _, b, blocks in step:
+            have.update((b, j) for j in blocks)
+
+
+# ---- step tables (positions 0..n-1; member pos ends with block pos) ---------------------------
+
+def ns(n: int) -> int:
+    """⌈log2 n⌉ as HCCL computes it (bit length of n − 1)."""
+    return (n - 1).bit_length()
+
+
+def ring_rs(n: int) -> Table:
+    """Ring reduce-scatter: step k, pos r sends block r−1−k to r+1 (§3)."""
+    return [[(r, (r + 1) % n, [(r - 1 - k) % n]) for r in range(n)] for k in range(n - 1)]
+
+
+def ring_ag(n: int) -> Table:
+    """Ring all-gather: step k, pos r sends block r−k to r+1 (§3)."""
+    return [[(r, (r + 1) % n, [(r - k) % n]) for r in range(n)] for k in range(n - 1)]
+
+
+def nhr_rs(n: int) -> Table:
+    """NHR reduce-scatter, identity map (§7.1): step k, d = 2^k, r sends to r−d the blocks
+    {r − d − 2d·i : i < n_k}."""
+    out = []
+    for k in range(ns(n)):
+        d = 1 << k
+        nk = (n - 1 + d) // (2 * d)
+        out.append([(r, (r - d) % n, [(r - d - 2 * d * i) % n for i in range(nk)]) for r in range(n)])
+    return out
+
+
+def nhr_ag(n: int) -> Table:
+    """NHR all-gather, identity map (§7.1): step s, d = 2^(ns−1−s), r sends to r+d the blocks
+    {r − 2d·i : i < ⌊(n−1+d)/2d⌋} (the time-reverse of the reduce-scatter)."""
+    out = []
+    s_ = ns(n)
+    for s in range(s_):
+        d = 1 << (s_ - 1 - s)
+        cnt = (n - 1 + d) // (2 * d)
+        out.append([(r, (r + d) % n, [(r - 2 * d * i) % n for i in range(cnt)]) for r in range(n)])
+    return out
+
+
+def mesh_rs(n: int) -> Table:
+    """Mesh reduce-scatter (§2, §12.12): one step, every a sends block b to b."""
+    return [[(a, b, [b]) for a in range(n) for b in range(n) if a != b]] if n > 1 else []
+
+
+def mesh_ag(n: int) -> Table:
+    """Mesh all-gather (§2): one step, every a sends its block to every b."""
+    return [[(a, b, [a]) for a in range(n) for b in range(n) if a != b]] if n > 1 else []
+
+
+#: inner algorithms for reduce-scatter / all-gather phases (and all-reduce = RS + AG)
+RS_TABLES = {"ring": ring_rs, "nhr": nhr_rs, "mesh": mesh_rs}
+AG_TABLES = {"ring": ring_ag, "nhr": nhr_ag, "mesh": mesh_ag}
+
+
+def chain_reduce(n: int, nblocks: int) -> Table:
+    """Blocks pipelined along the chain 1 → 2 → … → n−1 → 0; position 0 ends with every block
+    (ring reduce, §3, cut into ``nblocks`` pieces so consecutive hops overlap)."""
+    if n < 2:
+        return []
+    chain = list(range(1, n)) + [0]
+    hops = len(chain) - 1
+    return [[(chain[h], chain[h + 1], [s - h]) for h in range(hops) if 0 <= s - h < nblocks]
+            for s in range(nblocks + hops - 1)]
+
+
+def chain_bcast(n: int, nblocks: int) -> Table:
+    """Blocks pipelined along the chain 0 → 1 → … → n−1 (ring broadcast, §3)."""
+    if n < 2:
+        return []
+    hops = n - 1
+    return [[(h, h + 1, [s - h]) for h in range(hops) if 0 <= s - h < nblocks]
+            for s in range(nblocks + hops - 1)]
+
+
+def star_reduce(n: int, nblocks: int) -> Table:
+    """Every member sends every block straight to position 0, which reduces them in turn."""
+    return [[(a, 0, list(range(nblocks))) for a in range(1, n)]] if n > 1 else []
+
+
+def star_bcast(n: int, nblocks: int) -> Table:
+    """Position 0 sends every block straight to every member (Star broadcast, §6)."""
+    return [[(0, b, list(range(nblocks))) for b in range(1, n)]] if n > 1 else []
+
+
+REDUCE_TABLES = {"ring": chain_reduce, "star": star_reduce}
+BCAST_TABLES = {"ring": chain_bcast, "star": star_bcast}
+
+
+def inner(name: str, table: dict, what: str) -> Callable:
+    """The table builder called ``name``; AlgorithmError naming the choices otherwise."""
+    try:
+        return table[name]
+    except KeyError:
+        raise AlgorithmError(f"unknown {what} algorithm {name!r}; choose one of "
+                             f"{', '.join(table)}") from None
+
+
+def allreduce_phase(members: Sequence[int], inner_name: str, *, src: Loc, loc: Loc,
+                    chan: int = 0) -> None:
+    """All-reduce among ``members`` on n = len(members) blocks: RS then AG with the inner
+    algorithm; ``src(pos, j)`` is the contribution, ``loc(pos, j)`` where the result goes."""
+    n = len(members)
+    run_reduce(members, inner(inner_name, RS_TABLES, "all-reduce")(n), src=src, acc=loc, chan=chan)
+    run_copy(members, inner(inner_name, AG_TABLES, "all-reduce")(n), loc=loc, chan=chan)
+
+
+# ---- topology helpers ---------------------------------------------------------------------
+
+def uniform_shape(name: str, p: int, topology) -> tuple[int, int]:
+    """(S servers, M ranks per server) of a uniform topology for ``p`` ranks, or AlgorithmError."""
+    if topology is None:
+        raise AlgorithmError(f"{name} needs a topology: give --servers S --ranks-per-server M "
+                             f"(or --groups / --topology)")
+    try:
+        topology.check_ranks(p)
+    except ValueError as e:
+        raise AlgorithmError(str(e)) from None
+    if topology.groups is None:
+        return 1, p
+    if len(set(topology.groups)) != 1:
+        raise AlgorithmError(f"{name} needs servers of equal size; groups "
+                             f"{','.join(map(str, topology.groups))} are uneven (use ahc)")
+    return len(topology.groups), topology.groups[0]
+
+
+def topology_attrs(topology) -> dict[str, str] | None:
+    return topology.to_attrs() if topology is not None else None

@@ -1,0 +1,59 @@
+"""2D-Torus AllReduce (hccl-algorithms.md §11: level0 RS → level1 AR → level0 AG).
+
+S servers × M ranks per server, rank (s, i) = s·M + i. The buffer is M·S units (× K instances
+for ``--channels K``, instance c on channel c); block i = units [i·S, (i+1)·S).
+
+1. intra-server reduce-scatter over the M blocks (every server in parallel): rank (s, i) ends
+   with block i reduced over its server;
+2. M inter-server all-reduces in parallel, plane i = {(s, i) : s}, on block i cut into S pieces;
+3. intra-server all-gather of the M blocks.
+
+Phases are joined by data dependencies only, so a plane starts its all-reduce as soon as its
+block is reduced inside the server. The inner algorithms are Python-API parameters: ``intra``
+and ``inter`` ∈ {ring, nhr, mesh} (default ring, the "2-D ring" executors of HCCL).
+
+Cost (ring inside and between servers, n bytes, level 0 = intra, level 1 = inter):
+RS (M−1)α₀ + (M−1)/M·n(β₀+γ)  +  AR 2(S−1)α₁ + 2(S−1)/(S·M)·nβ₁ + (S−1)/(S·M)·nγ
++  AG (M−1)α₀ + (M−1)/M·nβ₀.
+"""
+from __future__ import annotations
+
+from ccxml.algorithm import Options, program
+from ccxml.algorithms import _phases as ph
+from ccxml.chunk import Program
+from ccxml.wire import Buffer, Coll
+
+
+def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
+              inter: str = "ring") -> Program:
+    s_, m_ = ph.uniform_shape("2d-torus", p, topology)
+    ph.inner(intra, ph.RS_TABLES, "intra-server")
+    ph.inner(inter, ph.RS_TABLES, "inter-server")
+    k_ = options.channels
+    units = s_ * m_
+    prog = program("2d-torus", Coll.ALLREDUCE, p, k_ * units, options,
+                   extra_attrs=ph.topology_attrs(topology))
+    for c in range(k_):
+        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
+        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
+        servers = [[s * m_ + i for i in range(m_)] for s in range(s_)]
+        planes = [[s * m_ + i for s in range(s_)] for i in range(m_)]
+        for mem in servers:
+            ph.run_reduce(mem, ph.RS_TABLES[intra](m_), chan=c,
+                          src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
+                          acc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+        for i, mem in enumerate(planes):
+            loc = lambda pos, j, mem=mem, i=i: out(mem[pos], i * s_ + j, i * s_ + j + 1)  # noqa: E731
+            ph.allreduce_phase(mem, inter, src=loc, loc=loc, chan=c)
+        for mem in servers:
+            ph.run_copy(mem, ph.AG_TABLES[intra](m_), chan=c,
+                        loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+    return prog
+
+
+COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+
+if __name__ == "__main__":
+    import sys
+    from ccxml.cli import main
+    main(["generate", "2d-torus", *sys.argv[1:]])
