@@ -1,0 +1,334 @@
+"""RHD — recursive halving-doubling (HCCL ``recursive_halvingdoubling_base.cc`` and the
+``*_recursive_hd.cc`` / ``*_halving_doubling.cc`` templates; hccl-algorithms.md §4).
+
+Folding (p not a power of two): B = 2^⌊log2 p⌋, rr = p − B, m = log2 B. The ranks 0…2rr−1 form
+the pairs (2i, 2i+1); one member of each pair stays in the power-of-two "block", the other is
+folded into it. For AllReduce/ReduceScatter/AllGather the even member stays (block rank
+b = r/2 for r < 2rr, b = r − rr above). Inside the block the partner in a step is b ⊕ mask.
+
+Kernels on B block-slices (block rank b):
+
+* HD-RS, distance halving: step s = 0…m−1, mask = 2^(m−1−s); send block-slices
+  [(b⊕mask) & ~(mask−1), +mask) to b⊕mask, receive and reduce [b & ~(mask−1), +mask).
+  Afterwards b owns block-slice b.
+* HD-AG, distance doubling: step s = 0…m−1, mask = 2^s; send [b & ~(mask−1), +mask) to b⊕mask,
+  receive and copy [(b⊕mask) & ~(mask−1), +mask).
+
+Collectives (steps, with the fold/unfold only when p is not a power of two):
+
+* AllReduce, 2m (+2): data in B block-slices. Fold: 2i+1 sends its whole buffer to 2i, which
+  reduces. HD-RS, HD-AG. Unfold: 2i sends the whole result to 2i+1.
+* ReduceScatter, m (+2): p per-rank blocks; block-slice b = per-rank blocks {2b, 2b+1} for
+  b < rr, {b+rr} otherwise. Fold of the whole input, HD-RS, then 2i sends block 2i+1 to 2i+1.
+* AllGather, m (+2): 2i+1 sends its own block to 2i, HD-AG with the same block-slices, then 2i
+  sends the complete output to 2i+1.
+* Broadcast, m (+1): if the root is odd and < 2rr the odd pair members form the block, else
+  the even ones. Binomial tree, distance halving: in round i (mask = 2^(m−1−i)) every block
+  rank holding the data sends the whole buffer to b ⊕ mask. Then each pair's block member sends
+  the buffer to its partner.
+* Reduce, 2m (+1): the pair member with the root's parity (even if the root ≥ 2rr) keeps and
+  receives the partner's whole buffer (fold). HD-RS on B block-slices, then a gather to the root,
+  distance doubling: step s, mask = 2^s, block ranks b ≡ root_b (mod 2^s) take part; the one
+  whose bit s differs from root_b's sends its block-slices [b & ~(mask−1), +mask), the other
+  copies them.
+
+Chunks: with K = ``channels`` every block-slice (AR, Reduce) or per-rank block (RS, AG) is K
+chunks, and Broadcast's buffer is K chunks. Each transfer is a contiguous range of chunks, cut
+into K equal contiguous pieces sent on channels 0…K−1 (HCCL's multi-ring rule, §0.4). Partial
+sums live in the output (AllReduce, root of Reduce) or in scratch; the input is only read.
+
+Cost (HCCL doc; n bytes, p′ = 2^⌊log p⌋):
+BC ⌈log p⌉(α + nβ).
+RS, p = 2^m: log p·α + (p−1)/p·n(β+γ); otherwise fold α + n(β+γ), then ⌊log p⌋ halving steps
+Σ_{i=1..k} (α + ⌈p/2^i⌉·n/p·(β+γ)), then α + n/p·β.  AG: as RS without γ.
+AR, p = 2^m: 2 log p·α + 2(p−1)/p·nβ + (p−1)/p·nγ;
+otherwise (2⌊log p⌋+2)α + (2(p′−1)/p′ + 2)nβ + ((p′−1)/p′ + 1)nγ.
+RD, p = 2^m: as AR; otherwise (2⌊log p⌋+1)α + (2(p′−1)/p′ + 1)nβ + ((p′−1)/p′ + 1)nγ.
+"""
+from __future__ import annotations
+
+from itertools import zip_longest
+from typing import Callable
+
+from ccxml.algorithm import Options, check_ranks, check_root, program
+from ccxml.chunk import Program
+from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer, Coll
+
+Ref = tuple[Buffer, int]          # (buffer, chunk index) as the Chunk API names it
+
+
+class _Fold:
+    """The power-of-two block for p ranks: B, rr, m and the block-rank ↔ rank maps.
+
+    ``odd`` picks which member of each part-one pair (2i, 2i+1) belongs to the block.
+    """
+
+    def __init__(self, p: int, odd: bool = False):
+        self.p = p
+        self.m = p.bit_length() - 1
+        self.B = 1 << self.m
+        self.rr = p - self.B
+        self.odd = odd
+
+    def real(self, b: int) -> int:
+        """The rank of block rank b."""
+        return 2 * b + self.odd if b < self.rr else b + self.rr
+
+    def block(self, r: int) -> int | None:
+        """The block rank of rank r, None if r is folded out."""
+        if r >= 2 * self.rr:
+            return r - self.rr
+        return r // 2 if r % 2 == self.odd else None
+
+    def pairs(self):
+        """(member in the block, partner folded into it) for every part-one pair."""
+        for i in range(self.rr):
+            yield 2 * i + self.odd, 2 * i + 1 - self.odd
+
+
+class _Data:
+    """Where every rank keeps each chunk of the working vector, and the moves between ranks.
+
+    ``home(r, j)`` is where rank r stores chunk j when it receives it. A move of chunks lo…hi−1
+    is cut into K equal contiguous pieces, piece c on channel c, and each piece into messages
+    whose source, local operand and destination are contiguous.
+    """
+
+    def __init__(self, prog: Program, k: int, n: int, home: Callable[[int, int], Ref]):
+        self.prog, self.k, self.n, self.home = prog, k, n, home
+        self.loc: list[list[Ref | None]] = [[None] * n for _ in range(prog.ngpus)]
+
+    def hold(self, r: int, lo: int, hi: int, buf: Buffer, first: int) -> None:
+        """Rank r initially holds chunks lo…hi−1 at ``buf[first…]``."""
+        for j in range(lo, hi):
+            self.loc[r][j] = (buf, first + j - lo)
+
+    def localize(self, r: int, lo: int, hi: int) -> None:
+        """Copy chunks lo…hi−1 on rank r to their home (HCCL's input → output copy)."""
+        for msg in self._messages(r, r, lo, hi, False, self.home, 0):
+            self._issue(*msg)
+
+    def copy(self, s: int, d: int, lo: int, hi: int) -> None:
+        """d's chunks lo…hi−1 := s's."""
+        self._move(s, d, lo, hi, False, self.home)
+
+    def reduce(self, s: int, d: int, lo: int, hi: int,
+               home: Callable[[int, int], Ref] | None = None) -> None:
+        """d's chunks lo…hi−1 ⊕= s's, stored at ``home`` (default: the data's home)."""
+        self._move(s, d, lo, hi, True, home or self.home)
+
+    def _move(self, s: int, d: int, lo: int, hi: int, reduce: bool, home) -> None:
+        for c, a, b in self._pieces(lo, hi, None):
+            for msg in self._messages(s, d, a, b, reduce, home, c):
+                self._issue(*msg)
+
+    def exchange(self, x: int, y: int, to_y: tuple[int, int], to_x: tuple[int, int],
+                 reduce: bool) -> None:
+        """x sends chunks ``to_y`` to y while y sends ``to_x`` (disjoint) to x: one kernel step.
+
+        Messages carry at most LINK_CALLS chunks and are issued alternately in the two
+        directions on every channel, so each side's thread block sends its k-th message before
+        it waits for the k-th one from the other side: the exchange completes even when a link
+        buffers only LINK_CALLS calls, and the order is the one the ordering pass would choose.
+        """
+        limit = self._exchange_limit()
+        for c in range(self.k):
+            fwd = [m for ch, a, b in self._pieces(*to_y, limit) if ch == c
+                   for m in self._messages(x, y, a, b, reduce, self.home, c)]
+            back = [m for ch, a, b in self._pieces(*to_x, limit) if ch == c
+                    for m in self._messages(y, x, a, b, reduce, self.home, c)]
+            for one, other in zip_longest(fwd, back):
+                for msg in (one, other):
+                    if msg is not None:
+                        self._issue(*msg)
+
+    def _exchange_limit(self) -> int:
+        """Chunks per exchange message: LINK_CALLS calls of maxAllowedCount chunks each, where
+        maxAllowedCount (msccl-runtime.md §6) is taken at the file's maxBytes, and is 1 when
+        maxBytes is 0 (unbounded)."""
+        algo = self.prog.algo
+        per_call = 1
+        if algo.maxBytes > 0:
+            per_chunk = algo.maxBytes / algo.nchunksperloop
+            per_call = max(1, min(MAX_COUNT_PER_CALL, int(CHUNK_EFFECTIVE_BYTES[algo.proto] // per_chunk)))
+        return LINK_CALLS[algo.proto] * per_call
+
+    def _pieces(self, lo: int, hi: int, limit: int | None) -> list[tuple[int, int, int]]:
+        """(channel, first, end): chunks lo…hi−1 cut into K equal contiguous pieces, piece c on
+        channel c, each cut further into parts of at most ``limit`` chunks."""
+        piece, rest = divmod(hi - lo, self.k)
+        if rest or not piece:
+            raise ValueError(f"chunks {lo}..{hi} do not split into {self.k} channels")
+        limit = limit or piece
+        return [(c, a, min(a + limit, lo + (c + 1) * piece))
+                for c in range(self.k) for a in range(lo + c * piece, lo + (c + 1) * piece, limit)]
+
+    def _messages(self, s: int, d: int, lo: int, hi: int, reduce: bool, home, chan: int) -> list:
+        """The ops moving chunks lo…hi−1 from s to d: one per run of chunks whose source, local
+        operand (reduce) and destination are each contiguous. Nothing is issued yet."""
+        src, dst_loc = self.loc[s], self.loc[d]
+        if any(src[j] is None for j in range(lo, hi)) or (
+                reduce and any(dst_loc[j] is None for j in range(lo, hi))):
+            raise ValueError(f"rank {s} or {d} does not hold chunks {lo}..{hi}")
+        key = [(src[j], dst_loc[j] if reduce else None, home(d, j)) for j in range(lo, hi)]
+        out, start = [], 0
+        for i in range(1, len(key) + 1):
+            if i < len(key) and all(a is None or (a[0] == b[0] and a[1] == b[1] + 1)
+                                    for a, b in zip(key[i], key[i - 1])):
+                continue
+            out.append((s, d, lo + start, [k[2] for k in key[start:i]], key[start], reduce, chan))
+            start = i
+        return out
+
+    def _issue(self, s: int, d: int, lo: int, dest: list[Ref], first: tuple, reduce: bool,
+               chan: int) -> None:
+        prog, size = self.prog, len(dest)
+        (sb, so), operand, (db, do) = first
+        a, out = prog.chunk(s, sb, so, size), prog.chunk(d, db, do, size)
+        if reduce:
+            a.reduce(prog.chunk(d, operand[0], operand[1], size), chan=chan, out=out)
+        else:
+            a.copy(out, chan=chan)
+        self.loc[d][lo:lo + size] = dest
+
+
+def _hd_reduce_scatter(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, int]]) -> None:
+    """HD-RS among the block ranks; ``span(lo, hi)`` = chunk range of block-slices lo…hi−1."""
+    for s in range(f.m):
+        mask = 1 << (f.m - 1 - s)
+        for b in range(f.B):
+            if b & mask == 0:                 # b keeps the lower half, its partner the upper
+                peer = b | mask
+                mine, theirs = b & ~(mask - 1), peer & ~(mask - 1)
+                data.exchange(f.real(b), f.real(peer), span(theirs, theirs + mask),
+                              span(mine, mine + mask), reduce=True)
+
+
+def _hd_all_gather(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, int]]) -> None:
+    """HD-AG among the block ranks (distance doubling, copies)."""
+    for s in range(f.m):
+        mask = 1 << s
+        for b in range(f.B):
+            if b & mask == 0:
+                peer = b | mask
+                mine, theirs = b & ~(mask - 1), peer & ~(mask - 1)
+                data.exchange(f.real(b), f.real(peer), span(mine, mine + mask),
+                              span(theirs, theirs + mask), reduce=False)
+
+
+def _per_rank_span(f: _Fold, k: int) -> Callable[[int, int], tuple[int, int]]:
+    """Chunk range of block-slices lo…hi−1 over p per-rank blocks of k chunks (RS, AG)."""
+    def first_rank(b: int) -> int:
+        return 2 * b if b <= f.rr else b + f.rr
+    return lambda lo, hi: (first_rank(lo) * k, first_rank(hi) * k)
+
+
+def allreduce(p: int, *, options: Options = Options()) -> Program:
+    check_ranks(p)
+    f, k = _Fold(p), options.channels
+    n = f.B * k
+    prog = program("rhd", Coll.ALLREDUCE, p, n, options)
+    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT, j))
+    for r in range(p):
+        data.hold(r, 0, n, Buffer.INPUT, 0)
+    for keep, gone in f.pairs():
+        data.reduce(gone, keep, 0, n)
+    span = lambda lo, hi: (lo * k, hi * k)  # noqa: E731 - block-slices -> chunks
+    _hd_reduce_scatter(data, f, span)
+    _hd_all_gather(data, f, span)
+    for keep, gone in f.pairs():
+        data.copy(keep, gone, 0, n)
+    return prog
+
+
+def reducescatter(p: int, *, options: Options = Options()) -> Program:
+    check_ranks(p)
+    f, k = _Fold(p), options.channels
+    n = p * k
+    prog = program("rhd", Coll.REDUCESCATTER, p, n, options)
+    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT, j - r * k) if r * k <= j < (r + 1) * k
+                 else (Buffer.SCRATCH, j))
+    for r in range(p):
+        data.hold(r, 0, n, Buffer.INPUT, 0)
+    for keep, gone in f.pairs():     # the whole input, kept in scratch: one message
+        data.reduce(gone, keep, 0, n, home=lambda r, j: (Buffer.SCRATCH, j))
+    _hd_reduce_scatter(data, f, _per_rank_span(f, k))
+    for keep, gone in f.pairs():
+        data.copy(keep, gone, gone * k, (gone + 1) * k)
+    return prog
+
+
+def allgather(p: int, *, options: Options = Options()) -> Program:
+    check_ranks(p)
+    f, k = _Fold(p), options.channels
+    n = p * k
+    prog = program("rhd", Coll.ALLGATHER, p, n, options)
+    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT, j))
+    for r in range(p):
+        data.hold(r, r * k, (r + 1) * k, Buffer.INPUT, 0)
+        if f.block(r) is not None:
+            data.localize(r, r * k, (r + 1) * k)
+    for keep, gone in f.pairs():
+        data.copy(gone, keep, gone * k, (gone + 1) * k)
+    _hd_all_gather(data, f, _per_rank_span(f, k))
+    for keep, gone in f.pairs():
+        data.copy(keep, gone, 0, n)
+    return prog
+
+
+def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+    check_ranks(p)
+    check_root(root, p)
+    k = options.channels
+    f = _Fold(p, odd=root < 2 * (p - (1 << (p.bit_length() - 1))) and root % 2 == 1)
+    prog = program("rhd", Coll.BROADCAST, p, k, options, root=root)
+    data = _Data(prog, k, k, lambda r, j: (Buffer.OUTPUT, j))
+    data.hold(root, 0, k, Buffer.INPUT, 0)
+    data.localize(root, 0, k)
+    rootb = f.block(root)
+    for i in range(f.m):
+        mask = 1 << (f.m - 1 - i)
+        for b in range(f.B):
+            if (b ^ rootb) & ((mask << 1) - 1) == 0:        # holds the data already
+                data.copy(f.real(b), f.real(b ^ mask), 0, k)
+    for keep, gone in f.pairs():
+        data.copy(keep, gone, 0, k)
+    return prog
+
+
+def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+    check_ranks(p)
+    check_root(root, p)
+    k = options.channels
+    rr = p - (1 << (p.bit_length() - 1))
+    f = _Fold(p, odd=root < 2 * rr and root % 2 == 1)
+    n = f.B * k
+    prog = program("rhd", Coll.REDUCE, p, n, options, root=root)
+    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT if r == root else Buffer.SCRATCH, j))
+    for r in range(p):
+        data.hold(r, 0, n, Buffer.INPUT, 0)
+    for keep, gone in f.pairs():
+        data.reduce(gone, keep, 0, n)
+    _hd_reduce_scatter(data, f, lambda lo, hi: (lo * k, hi * k))
+    rootb = f.block(root)
+    for s in range(f.m):
+        mask = 1 << s
+        for b in range(f.B):
+            if (b ^ rootb) & (mask - 1) == 0 and (b ^ rootb) & mask:
+                lo = b & ~(mask - 1)
+                data.copy(f.real(b), f.real(b ^ mask), lo * k, (lo + mask) * k)
+    return prog
+
+
+COLLECTIVES = {
+    Coll.ALLREDUCE: allreduce,
+    Coll.ALLGATHER: allgather,
+    Coll.REDUCESCATTER: reducescatter,
+    Coll.BROADCAST: broadcast,
+    Coll.REDUCE: reduce,
+}
+
+if __name__ == "__main__":
+    import sys
+    from ccxml.cli import main
+    main(["generate", "rhd", *sys.argv[1:]])
