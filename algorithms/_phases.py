@@ -92,14 +92,16 @@ def message_cap(prog: Program) -> int:
     A step of cnt c is ⌈c / maxAllowedCount⌉ primitive calls and a link buffers only
     ``LINK_CALLS[proto]`` calls before the sender blocks (msccl-runtime.md §6, §9.5); with no
     ``maxBytes`` maxAllowedCount may be 1. Two ranks that both send before they receive (every
-    ring and exchange step) hang unless each message fits, so longer transfers are cut.
+    ring and exchange step) hang unless each message fits with one call to spare (a fused
+    receive-and-send needs room for its send before it receives), so longer transfers are cut
+    into messages of at most (LINK_CALLS − 1)·maxAllowedCount chunks.
     """
     a = prog.algo
     allowed = 1
     if a.maxBytes > 0:
         allowed = max(1, min(MAX_COUNT_PER_CALL,
                              int(CHUNK_EFFECTIVE_BYTES[a.proto] // (a.maxBytes / a.nchunksperloop))))
-    return min(MAX_COUNT_PER_CALL, LINK_CALLS[a.proto] * allowed)
+    return max(1, min(MAX_COUNT_PER_CALL, (LINK_CALLS[a.proto] - 1) * allowed))
 
 
 def _messages(pieces: list[tuple[Chunk, ...]], cross: bool) -> list[tuple[Chunk, ...]]:
@@ -133,14 +135,118 @@ def reduce(src: Data, operand: Data, out: Data, chan: int) -> Data:
     return out
 
 
+# ---- channels ------------------------------------------------------------------------------
+
+class Lanes:
+    """Channel plan of one instance, so that no thread block mixes two independent streams.
+
+    The TB pass puts all of a rank's steps on one channel into ONE thread block when the rank
+    has at most one send and one receive peer there, else one TB per peer; the step-ordering
+    pass then interleaves each TB's sends and receives by index. Two streams of steps that share
+    a TB can so be reordered into a wait cycle (example: a chain reduce 1→2→…→0 followed by a
+    chain broadcast 0→1→…: rank 1's broadcast receive moves in front of its reduce sends).
+
+    A *stream* is a run of table steps in which every rank keeps the same role toward each peer
+    (send only, receive only, or both): a whole ring, one distance of NHR, a mesh step. Streams
+    on one channel (a *lane*) must touch disjoint peers of every rank, and a rank that already
+    has a stream on the lane must end up with more than one send or receive peer there (so the
+    TB pass gives each peer its own TB). Lane l of instance c of K is channel ``l·K + c``.
+    """
+
+    def __init__(self, instances: int = 1, instance: int = 0):
+        self.k, self.c = instances, instance
+        # lane -> rank -> stream id -> (send peers, recv peers)
+        self._use: list[dict[int, dict[int, tuple[set, set]]]] = []
+        self._streams: list[tuple[int, dict[tuple[int, int], frozenset]]] = []   # (lane, roles)
+
+    def phase(self) -> "LanePhase":
+        """A new phase: its steps start new streams (never continue another phase's)."""
+        return LanePhase(self)
+
+    def chan(self, lane: int) -> int:
+        return lane * self.k + self.c
+
+    @property
+    def used(self) -> int:
+        return len(self._use)
+
+    def _fits(self, lane: int, sid: int | None, peers: dict[int, tuple[set, set]]) -> bool:
+        use = self._use[lane]
+        for r, (snew, rnew) in peers.items():
+            mine_s, mine_r = set(snew), set(rnew)
+            other_s: set = set()
+            other_r: set = set()
+            for other, (ss, rr) in use.get(r, {}).items():
+                if other == sid:
+                    mine_s |= ss
+                    mine_r |= rr
+                else:
+                    other_s |= ss
+                    other_r |= rr
+            if not other_s and not other_r:
+                continue
+            if (mine_s | mine_r) & (other_s | other_r):
+                return False
+            if len(mine_s | other_s) <= 1 and len(mine_r | other_r) <= 1:
+                return False
+        return True
+
+    def _add(self, lane: int, sid: int, peers: dict[int, tuple[set, set]]) -> None:
+        use = self._use[lane]
+        for r, (ss, rr) in peers.items():
+            s0, r0 = use.setdefault(r, {}).setdefault(sid, (set(), set()))
+            s0 |= ss
+            r0 |= rr
+
+
+class LanePhase:
+    """Places the steps of one phase on channels (see :class:`Lanes`)."""
+
+    def __init__(self, lanes: Lanes):
+        self.lanes = lanes
+        self.sids: list[int] = []
+
+    def place(self, transfers: Sequence[tuple[int, int]]) -> int:
+        """The channel for one step whose transfers are ``(from_rank, to_rank)`` pairs."""
+        roles: dict[tuple[int, int], set] = {}
+        peers: dict[int, tuple[set, set]] = {}
+        for a, b in transfers:
+            roles.setdefault((a, b), set()).add("s")
+            roles.setdefault((b, a), set()).add("r")
+            peers.setdefault(a, (set(), set()))[0].add(b)
+            peers.setdefault(b, (set(), set()))[1].add(a)
+        want = {k: frozenset(v) for k, v in roles.items()}
+        ln = self.lanes
+        for sid in self.sids:
+            lane, seen = ln._streams[sid]
+            if all(seen.get(k, v) == v for k, v in want.items()) and ln._fits(lane, sid, peers):
+                seen.update(want)
+                ln._add(lane, sid, peers)
+                return ln.chan(lane)
+        sid = len(ln._streams)
+        lane = 0
+        while lane < len(ln._use) and not ln._fits(lane, None, peers):
+            lane += 1
+        if lane == len(ln._use):
+            ln._use.append({})
+        ln._streams.append((lane, dict(want)))
+        ln._add(lane, sid, peers)
+        self.sids.append(sid)
+        return ln.chan(lane)
+
+
 # ---- executors ----------------------------------------------------------------------------
 
 Loc = Callable[[int, int], Data]          # (position, block) -> data on that member
 
 
-def run_reduce(members: Sequence[int], table: Table, *, src: Loc, acc: Loc,
+def _step_chan(phase: LanePhase, members: Sequence[int], step: list[Transfer]) -> int:
+    return phase.place([(members[a], members[b]) for a, b, blocks in step if blocks])
+
+
+def run_reduce(members: Sequence[int], table: Table, lanes: Lanes, *, src: Loc, acc: Loc,
                final: Loc | None = None, owner: Callable[[int], int] | None = None,
-               nblocks: int | None = None, chan: int = 0) -> None:
+               nblocks: int | None = None) -> None:
     """Issue a reduce-type table: each transfer reduces the sender's value of a block into the
     receiver's. ``src(pos, j)`` is member pos's own contribution, ``acc(pos, j)`` where it keeps a
     partial sum, ``final(pos, j)`` where the owner (``owner(j)``, default member j) stores the
@@ -160,7 +266,9 @@ def run_reduce(members: Sequence[int], table: Table, *, src: Loc, acc: Loc,
         v = cur.get((pos, j))
         return v if v is not None else src(pos, j)
 
+    phase = lanes.phase()
     for si, step in enumerate(table):
+        chan = _step_chan(phase, members, step)
         sources = [[value(a, j) for j in blocks] for a, _, blocks in step]
         for ti, (a, b, blocks) in enumerate(step):
             for j, s in zip(blocks, sources[ti]):
@@ -170,16 +278,18 @@ def run_reduce(members: Sequence[int], table: Table, *, src: Loc, acc: Loc,
     for j in range(len(members) if nblocks is None else nblocks):
         b = owner(j)
         if (b, j) not in last:
-            copy(value(b, j), final(b, j), chan)
+            copy(value(b, j), final(b, j), lanes.chan(0))
 
 
-def run_copy(members: Sequence[int], table: Table, *, loc: Loc, first: Loc | None = None,
-             chan: int = 0) -> None:
+def run_copy(members: Sequence[int], table: Table, lanes: Lanes, *, loc: Loc,
+             first: Loc | None = None) -> None:
     """Issue a copy-type table: each transfer stores the sender's block at the receiver's
     ``loc``. ``first(pos, j)``, if given, is where the sender reads a block it has not received
     (its own block, before a local copy has put it at ``loc``)."""
     have: set[tuple[int, int]] = set()
+    phase = lanes.phase()
     for step in table:
+        chan = _step_chan(phase, members, step)
         for a, b, blocks in step:
             for j in blocks:
                 s = loc(a, j) if first is None or (a, j) in have else first(a, j)
@@ -286,13 +396,13 @@ def inner(name: str, table: dict, what: str) -> Callable:
                              f"{', '.join(table)}") from None
 
 
-def allreduce_phase(members: Sequence[int], inner_name: str, *, src: Loc, loc: Loc,
-                    chan: int = 0) -> None:
+def allreduce_phase(members: Sequence[int], inner_name: str, lanes: Lanes, *, src: Loc,
+                    loc: Loc) -> None:
     """All-reduce among ``members`` on n = len(members) blocks: RS then AG with the inner
     algorithm; ``src(pos, j)`` is the contribution, ``loc(pos, j)`` where the result goes."""
     n = len(members)
-    run_reduce(members, inner(inner_name, RS_TABLES, "all-reduce")(n), src=src, acc=loc, chan=chan)
-    run_copy(members, inner(inner_name, AG_TABLES, "all-reduce")(n), loc=loc, chan=chan)
+    run_reduce(members, inner(inner_name, RS_TABLES, "all-reduce")(n), lanes, src=src, acc=loc)
+    run_copy(members, inner(inner_name, AG_TABLES, "all-reduce")(n), lanes, loc=loc)
 
 
 # ---- topology helpers ---------------------------------------------------------------------

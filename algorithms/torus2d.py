@@ -1,7 +1,8 @@
 """2D-Torus AllReduce (hccl-algorithms.md §11: level0 RS → level1 AR → level0 AG).
 
 S servers × M ranks per server, rank (s, i) = s·M + i. The buffer is M·S units (× K instances
-for ``--channels K``, instance c on channel c); block i = units [i·S, (i+1)·S).
+for ``--channels K``); block i = units [i·S, (i+1)·S). Channels follow the lane plan of
+``_phases.Lanes`` (instance c of K on channels c, K + c, ...).
 
 1. intra-server reduce-scatter over the M blocks (every server in parallel): rank (s, i) ends
    with block i reduced over its server;
@@ -38,15 +39,16 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
         out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
         servers = [[s * m_ + i for i in range(m_)] for s in range(s_)]
         planes = [[s * m_ + i for s in range(s_)] for i in range(m_)]
+        lanes = ph.Lanes(k_, c)
         for mem in servers:
-            ph.run_reduce(mem, ph.RS_TABLES[intra](m_), chan=c,
+            ph.run_reduce(mem, ph.RS_TABLES[intra](m_), lanes,
                           src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
                           acc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
         for i, mem in enumerate(planes):
             loc = lambda pos, j, mem=mem, i=i: out(mem[pos], i * s_ + j, i * s_ + j + 1)  # noqa: E731
-            ph.allreduce_phase(mem, inter, src=loc, loc=loc, chan=c)
+            ph.allreduce_phase(mem, inter, lanes, src=loc, loc=loc)
         for mem in servers:
-            ph.run_copy(mem, ph.AG_TABLES[intra](m_), chan=c,
+            ph.run_copy(mem, ph.AG_TABLES[intra](m_), lanes,
                         loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
     return prog
 

@@ -1,0 +1,59 @@
+"""2D-Mesh AllReduce: an intra-server all-reduce, then M inter-server all-reduces side by side.
+
+S servers × M ranks per server, rank (s, i) = s·M + i. The buffer is M·S units (× K instances
+for ``--channels K``; channels follow the lane plan of ``_phases.Lanes``).
+
+1. intra-server ring all-reduce (every server in parallel) on M blocks of S units: afterwards
+   every rank of server s holds the server's sum;
+2. M inter-server ring all-reduces in parallel, plane i = {(s, i) : s}, each on the WHOLE buffer
+   (S blocks of M units): every plane computes the global sum for its own ranks, so no third
+   phase is needed. Each plane uses its own inter-server links.
+
+A plane starts on a block as soon as the intra phase has finished that block on both ends (data
+dependencies, no barrier). The inner algorithms are Python-API parameters: ``intra`` and
+``inter`` ∈ {ring, nhr, mesh} (default ring).
+
+Cost (ring/ring, n bytes, level 0 = intra, level 1 = inter):
+2(M−1)α₀ + 2(M−1)/M·nβ₀ + (M−1)/M·nγ  +  2(S−1)α₁ + 2(S−1)/S·nβ₁ + (S−1)/S·nγ.
+"""
+from __future__ import annotations
+
+from ccxml.algorithm import Options, program
+from ccxml.algorithms import _phases as ph
+from ccxml.chunk import Program
+from ccxml.wire import Buffer, Coll
+
+
+def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
+              inter: str = "ring") -> Program:
+    s_, m_ = ph.uniform_shape("2d-mesh", p, topology)
+    ph.inner(intra, ph.RS_TABLES, "intra-server")
+    ph.inner(inter, ph.RS_TABLES, "inter-server")
+    k_ = options.channels
+    units = s_ * m_
+    prog = program("2d-mesh", Coll.ALLREDUCE, p, k_ * units, options,
+                   extra_attrs=ph.topology_attrs(topology))
+    for c in range(k_):
+        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
+        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
+        lanes = ph.Lanes(k_, c)
+        for s in range(s_):
+            mem = [s * m_ + i for i in range(m_)]
+            ph.allreduce_phase(mem, intra, lanes,
+                               src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
+                               loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+        for i in range(m_):
+            mem = [s * m_ + i for s in range(s_)]
+            # with one rank per server the intra phase left nothing in the output
+            src = (lambda pos, j, mem=mem: inp(mem[pos], j * m_, (j + 1) * m_)) if m_ == 1 else None
+            loc = lambda pos, j, mem=mem: out(mem[pos], j * m_, (j + 1) * m_)  # noqa: E731
+            ph.allreduce_phase(mem, inter, lanes, src=src or loc, loc=loc)
+    return prog
+
+
+COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+
+if __name__ == "__main__":
+    import sys
+    from ccxml.cli import main
+    main(["generate", "2d-mesh", *sys.argv[1:]])

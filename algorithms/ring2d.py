@@ -1,0 +1,70 @@
+"""2D-Ring AllReduce: intra-server ring all-reduce (or ring reduce), inter-server ring
+all-reduce among one rank per server, intra-server ring broadcast.
+
+S servers × M ranks per server, rank (s, i) = s·M + i; the leader of server s is (s, 0). The
+buffer is S blocks of M units (× K instances for ``--channels K``; channels follow the lane plan
+of ``_phases.Lanes``).
+
+1. ``intra="allreduce"`` (default): ring all-reduce inside every server (M blocks of S units),
+   so every rank, the leader included, holds the server's sum; ``intra="reduce"``: the blocks are
+   reduced along the chain (s,1) → (s,2) → … → (s,M−1) → (s,0), pipelined block by block;
+2. ring all-reduce among the leaders {(s, 0)} on the S blocks;
+3. ring broadcast from the leader along (s,0) → (s,1) → … → (s,M−1), pipelined by block, so a
+   block leaves the leader as soon as the inter-server all-reduce has finished it.
+
+With ``intra="allreduce"`` the non-leaders' copy of the server sum is not needed afterwards;
+HCCL's 2-D ring does the same (it reuses its ring all-reduce template). Phases are joined by
+data dependencies only.
+
+Cost (n bytes, level 0 = intra, level 1 = inter): 2(M−1)α₀ + 2(M−1)/M·nβ₀ + (M−1)/M·nγ
++ 2(S−1)α₁ + 2(S−1)/S·nβ₁ + (S−1)/S·nγ + (S+M−2)(α₀ + n/S·β₀).
+"""
+from __future__ import annotations
+
+from ccxml.algorithm import AlgorithmError, Options, program
+from ccxml.algorithms import _phases as ph
+from ccxml.chunk import Program
+from ccxml.wire import Buffer, Coll
+
+INTRA = ("allreduce", "reduce")
+
+
+def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "allreduce") -> Program:
+    s_, m_ = ph.uniform_shape("2d-ring", p, topology)
+    if intra not in INTRA:
+        raise AlgorithmError(f"2d-ring intra phase must be one of {', '.join(INTRA)}, got {intra!r}")
+    k_ = options.channels
+    units = s_ * m_
+    prog = program("2d-ring", Coll.ALLREDUCE, p, k_ * units, options,
+                   extra_attrs=ph.topology_attrs(topology))
+    for c in range(k_):
+        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
+        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
+        servers = [[s * m_ + i for i in range(m_)] for s in range(s_)]
+        lanes = ph.Lanes(k_, c)
+        for mem in servers:
+            if intra == "allreduce":
+                ph.allreduce_phase(mem, "ring", lanes,
+                                   src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
+                                   loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+            else:
+                ph.run_reduce(mem, ph.chain_reduce(m_, s_), lanes, owner=lambda j: 0, nblocks=s_,
+                              src=lambda pos, j, mem=mem: inp(mem[pos], j * m_, (j + 1) * m_),
+                              acc=lambda pos, j, mem=mem: out(mem[pos], j * m_, (j + 1) * m_))
+        leaders = [s * m_ for s in range(s_)]
+        src = inp if m_ == 1 else out          # one rank per server: nothing reduced yet
+        ph.allreduce_phase(leaders, "ring", lanes,
+                           src=lambda pos, j: src(leaders[pos], j * m_, (j + 1) * m_),
+                           loc=lambda pos, j: out(leaders[pos], j * m_, (j + 1) * m_))
+        for mem in servers:
+            ph.run_copy(mem, ph.chain_bcast(m_, s_), lanes,
+                        loc=lambda pos, j, mem=mem: out(mem[pos], j * m_, (j + 1) * m_))
+    return prog
+
+
+COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+
+if __name__ == "__main__":
+    import sys
+    from ccxml.cli import main
+    main(["generate", "2d-ring", *sys.argv[1:]])
