@@ -1,0 +1,82 @@
+"""PairWise (HCCL ``alltoallv_pairwise.cc``; hccl-algorithms.md §5).
+
+AllToAll and AllToAllV only. Step 0 copies the own slot (send slot r → recv slot r); then in
+step k = 1 … p−1 rank r sends its data for r+k to r+k and receives the data of r−k for it, so
+each rank has exactly one send and one receive in flight and no link ever carries two flows.
+
+The steps are serialized like HCCL's single stream: on each rank, both transfers of step k wait
+(explicit dependencies) until both transfers of its previous step with data have finished. Each
+peer still has its own thread block (the send to r+k and the receive from r+k, in steps k and
+p−k, share a full-duplex TB), spread over channels as in Mesh (at most 32 peers per channel).
+With ``channels`` = K every transfer is cut into K parts, channel instance c carrying part c, so
+K independent PairWise sequences run side by side.
+
+AllToAllV takes a P×P matrix of chunk counts M[i][j] (i → j), the packed send/recv layout of
+ccxml/collectives.py; zero-count transfers are skipped. A transfer larger than a link buffers
+whole is sent as several messages (at k = p/2 the two partners send to each other in the same
+step). In place, every slot lands in scratch and is copied out at the end.
+
+Cost (HCCL doc, n_ij = bytes i sends to j): (p−1)α + β·Σ_{k=1..p−1} max_i n_{i,i+k}.
+"""
+from __future__ import annotations
+
+from ccxml.algorithm import Options, check_ranks, program
+from ccxml.algorithms.mesh import Exchange, alltoallv_chunks, check_counts, peer_channel, pieces
+from ccxml.chunk import Program
+from ccxml.wire import Coll
+
+
+def alltoall(p: int, *, options: Options = Options()) -> Program:
+    check_ranks(p)
+    k_ = options.channels
+    prog = program("pairwise", Coll.ALLTOALL, p, p * k_, options)
+    _pairwise(prog, tuple((k_,) * p for _ in range(p)), k_)
+    return prog
+
+
+def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
+    check_ranks(p)
+    m = check_counts(counts, p, options.inplace)
+    prog = program("pairwise", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
+    _pairwise(prog, m, options.channels)
+    return prog
+
+
+def _pairwise(prog: Program, m, k_: int) -> None:
+    p = len(m)
+    exchange = Exchange(prog, m)
+    exchange.local_copies()
+    gpus = prog.algo.gpus
+    for c in range(k_):
+        previous: list[list] = [[] for _ in range(p)]     # rank -> last send/recv of its last step
+        for k in range(1, p):
+            current: list[dict] = [{} for _ in range(p)]
+            for r in range(p):
+                j = (r + k) % p
+                for part, off, size in pieces(m[r][j], k_, exchange.limit):
+                    if part != c:
+                        continue
+                    exchange.send(r, j, off, size, chan=peer_channel(r, j, p, c))
+                    # the Chunk API just issued the send on r and the receive on j
+                    for rank, kind in ((r, "send"), (j, "recv")):
+                        step = gpus[rank].pending[-1]
+                        if kind not in current[rank]:          # later pieces follow in the TB
+                            for before in previous[rank]:
+                                step.add_dep(before)
+                        current[rank][kind] = step
+            for r in range(p):
+                if current[r]:
+                    previous[r] = list(current[r].values())
+    exchange.unstage()
+
+
+COLLECTIVES = {
+    Coll.ALLTOALL: alltoall,
+    Coll.ALLTOALLV: alltoallv,
+}
+
+if __name__ == "__main__":
+    import sys
+
+    from ccxml.cli import main
+    main(["generate", "pairwise", *sys.argv[1:]])
