@@ -226,20 +226,69 @@ def alltoall(p: int, *, options: Options = Options()) -> Program:
     check_ranks(p)
     k_ = options.channels
     prog = program("mesh", Coll.ALLTOALL, p, p * k_, options)
-    for r in range(p):
-        prog.input(r, r * k_, k_).copy(prog.output(r, r * k_, k_))
-    for c in range(k_):
-        for r in range(p):
-            for j in peers(r, p):
-                landing = (prog.scratch(j, slot(r, j, p) * k_ + c) if options.inplace
-                           else prog.output(j, r * k_ + c))
-                prog.input(r, j * k_ + c).copy(landing, chan=peer_channel(r, j, p, c))
-    if options.inplace:         # the slot a peer's data lands in may not have been sent yet
-        for c in range(k_):
-            for j in range(p):
-                for r in peers(j, p):
-                    prog.scratch(j, slot(r, j, p) * k_ + c).copy(prog.output(j, r * k_ + c))
+    _direct_exchange(prog, tuple((k_,) * p for _ in range(p)), k_)
     return prog
+
+
+def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
+    check_ranks(p)
+    m = check_counts(counts, p, options.inplace)
+    prog = program("mesh", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
+    _direct_exchange(prog, m, options.channels)
+    return prog
+
+
+def _direct_exchange(prog: Program, m, k_: int) -> None:
+    """Local copy of the own slot, then every rank sends to every peer at once."""
+    p = len(m)
+    exchange = Exchange(prog, m)
+    exchange.local_copies()
+    for r in range(p):
+        for j in peers(r, p):
+            for c, off, size in pieces(m[r][j], k_, exchange.limit):
+                exchange.send(r, j, off, size, chan=peer_channel(r, j, p, c))
+    exchange.unstage()
+
+
+class Exchange:
+    """All-to-all(v) bookkeeping shared with PairWise: slot offsets, in-place staging.
+
+    M[i][j] chunks go from i to j; i's data for j sits at ``send[i][j]`` in i's input and lands
+    at ``recv[i][j]`` in j's output (the runtime's packed layout, ccxml/collectives.py). In place
+    the input and output are one buffer and a slot may land before its own data has been sent,
+    so every slot lands in scratch first and is copied out after all sends are issued.
+    """
+
+    def __init__(self, prog: Program, m):
+        self.prog, self.m, self.p = prog, m, len(m)
+        self.send_off = [[sum(row[:j]) for j in range(self.p)] for row in m]
+        self.recv_off = [[sum(m[k][j] for k in range(i)) for j in range(self.p)]
+                         for i in range(self.p)]
+        self.limit = message_limit(prog)
+
+    def landing(self, src: int, dst: int, off: int, size: int):
+        buf = self.prog.scratch if self.prog.inplace else self.prog.output
+        return buf(dst, self.recv_off[src][dst] + off, size)
+
+    def send(self, src: int, dst: int, off: int, size: int, chan: int):
+        """Issue src's data for dst [off, off+size) and return the landing chunk."""
+        return self.prog.input(src, self.send_off[src][dst] + off, size).copy(
+            self.landing(src, dst, off, size), chan=chan)
+
+    def local_copies(self) -> None:
+        for r in range(self.p):
+            for _, off, size in pieces(self.m[r][r], 1):
+                self.prog.input(r, self.send_off[r][r] + off, size).copy(
+                    self.landing(r, r, off, size))
+
+    def unstage(self) -> None:
+        if not self.prog.inplace:
+            return
+        for j in range(self.p):
+            for r in range(self.p):
+                for _, off, size in pieces(self.m[r][j], 1):
+                    at = self.recv_off[r][j] + off
+                    self.prog.scratch(j, at, size).copy(self.prog.output(j, at, size))
 
 
 def check_counts(counts, p: int, inplace: bool = False) -> tuple[tuple[int, ...], ...]:
@@ -271,50 +320,6 @@ def alltoallv_chunks(m, p: int) -> int:
     """nchunksperloop for alltoallv: the largest per-rank buffer, rounded up to a multiple of p."""
     most = max(max(sum(m[r]), sum(row[r] for row in m)) for r in range(p))
     return -(-most // p) * p
-
-
-def local_slot_copies(prog: Program, m, p: int) -> None:
-    """Copy each rank's data for itself (send slot r → recv slot r), in messages ≤ 71 chunks."""
-    send, _ = prog.collective.alltoallv_offsets()
-    for r in range(p):
-        for _, off, size in pieces(m[r][r], 1):
-            prog.input(r, send[r][r] + off, size).copy(alltoallv_landing(prog, r, r, off, size))
-
-
-def alltoallv_landing(prog: Program, src: int, dst: int, off: int, size: int):
-    """Where src's data for dst lands: dst's output slot, or a scratch copy of it in place."""
-    _, recv = prog.collective.alltoallv_offsets()
-    if prog.inplace:
-        return prog.scratch(dst, recv[src][dst] + off, size)
-    return prog.output(dst, recv[src][dst] + off, size)
-
-
-def unstage(prog: Program, m, p: int) -> None:
-    """In place: move every landed slot from scratch to the output once all sends are issued."""
-    if not prog.inplace:
-        return
-    _, recv = prog.collective.alltoallv_offsets()
-    for j in range(p):
-        for r in range(p):
-            for _, off, size in pieces(m[r][j], 1):
-                prog.scratch(j, recv[r][j] + off, size).copy(prog.output(j, recv[r][j] + off, size))
-
-
-def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
-    check_ranks(p)
-    m = check_counts(counts, p, options.inplace)
-    k_ = options.channels
-    prog = program("mesh", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
-    send, _ = prog.collective.alltoallv_offsets()
-    local_slot_copies(prog, m, p)
-    limit = message_limit(prog)
-    for r in range(p):
-        for j in peers(r, p):
-            for c, off, size in pieces(m[r][j], k_, limit):
-                prog.input(r, send[r][j] + off, size).copy(alltoallv_landing(prog, r, j, off, size),
-                                                           chan=peer_channel(r, j, p, c))
-    unstage(prog, m, p)
-    return prog
 
 
 COLLECTIVES = {
