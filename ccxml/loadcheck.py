@@ -14,6 +14,8 @@ Every finding is a :class:`ccxml.findings.Finding`; its ``code`` is one of the t
 """
 from __future__ import annotations
 
+from itertools import compress
+
 from ccxml.findings import Finding
 from ccxml.schedule import Schedule, ScheduleGPU
 from ccxml.wire import MAX_REDUCE_FUSION, PROFILES, Profile, StepType
@@ -118,7 +120,7 @@ def _buffer_chunks(g: ScheduleGPU, buf: str) -> int:
     return g.i_chunks if buf == "i" else g.o_chunks if buf == "o" else g.s_chunks
 
 
-def runtime_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
+def runtime_findings(s: Schedule, profile: Profile | str, _cache: dict | None = None) -> list[Finding]:
     """(a): every reason the runtime of ``profile`` rejects the file or fails its first launch.
 
     Ordered as the runtime meets them (lexical, header, then rank by rank in document order),
@@ -172,7 +174,7 @@ def runtime_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
     used_types: set[str] = set()
     ranks = sorted((g for g in s.gpus if 0 <= g.id < ngpus), key=lambda g: g.id)
     for g in ranks:
-        _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add)
+        _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, _cache)
     if not any(f.code not in LAUNCH_CODES for f in out):
         bad = sorted(t for t in used_types if t in STEP_TYPES and StepType(t) not in p.step_types)
         if bad:
@@ -181,7 +183,7 @@ def runtime_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
     return out
 
 
-def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add) -> None:
+def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, cache) -> None:
     r = g.id
     pre = f"rank {r}: MSCCL: "
     for m in miss.get(("gpu", g.line), ()):
@@ -236,9 +238,19 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add) -> None:
             add(Finding("too-many-children", f"{pre}{len(tb.steps)} <step> elements in one TB "
                                              f"(max {MAX_SUBS})", gpu=r, tb=b, line=tb.line))
         max_s = p.max_steps_per_tb
-        cols = _columns(tb.steps)
+        cols = _columns(tb, cache)
         used_types.update(cols.types)
-        if _runtime_clean(g, cols, max_s, miss):
+        if _runtime_clean(g, cols, miss):
+            # only the step index limit can still fire; report its first offender
+            if cols.s and (max(cols.s) >= max_s or len(cols.s) > max_s):
+                i = next((i for i, x in enumerate(cols.s) if x >= max_s), None)
+                if i is not None:
+                    add(Finding("too-many-steps", f"{pre}too many steps are requested. Max number "
+                                                  f"of steps: {max_s}, requested: {cols.s[i] + 1}",
+                                gpu=r, tb=b, step=i, line=tb.steps[i].line))
+                elif len(cols.s) <= MAX_SUBS:
+                    add(Finding("too-many-steps", f"{pre}{len(cols.s)} steps in threadblock {b} "
+                                                  f"(max {max_s})", gpu=r, tb=b, line=tb.line))
             continue
         pending = 0
         too_many = False
@@ -306,7 +318,7 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add) -> None:
                                    f"runtime says 'limited to 1024 nodes')", gpu=r, line=g.line))
 
 
-def safety_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
+def safety_findings(s: Schedule, profile: Profile | str, _cache: dict | None = None) -> list[Finding]:
     """(b): what the loader lets through but makes the schedule unsafe (§5, §8, §9.1-3, §13).
 
     Deterministic order: per-GPU checks in document order, then link checks sorted by
@@ -374,7 +386,7 @@ def safety_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
                                 line=tb.line))
                 conn_recv.setdefault(key, b)
                 recv_decl.setdefault((tb.recv, r, tb.chan), []).append(b)
-            _tb_safety(s, p, g, tbs, tb, add, sent, recvd)
+            _tb_safety(s, p, g, tbs, tb, add, sent, recvd, _cache)
     # links
     for key in sorted(set(send_decl) | set(recv_decl)):
         a, b, c = key
@@ -413,32 +425,54 @@ class _Cols:
         self.types = set(self.type)
 
 
-def _columns(steps) -> _Cols:
-    return _Cols(steps)
+def _columns(tb, cache: dict | None) -> _Cols:
+    """The TB's columns, shared between the runtime and safety passes of one check() call."""
+    if cache is None:
+        return _Cols(tb.steps)
+    hit = cache.get(id(tb))
+    if hit is not None and hit[0] is tb:
+        return hit[1]
+    cols = _Cols(tb.steps)
+    cache[id(tb)] = (tb, cols)      # keeps tb alive, so its id cannot be reused meanwhile
+    return cols
 
 
-def _runtime_clean(g: ScheduleGPU, c: _Cols, max_s: int, miss) -> bool:
-    """True when no per-step runtime rule can fire for this TB (conservative, C-speed)."""
+def _runtime_clean(g: ScheduleGPU, c: _Cols, miss) -> bool:
+    """True when no per-step runtime rule except the step-index limit can fire for this TB.
+
+    Conservative (False only means "look step by step") and C-speed: min/max/set on columns.
+    """
     if not c.s:
         return True
-    if miss or "nop" in c.types or not c.types <= STEP_TYPES:
-        return False
-    if min(c.s) < 0 or max(c.s) >= max_s or len(c.s) > max_s:
+    if miss or not c.types <= STEP_TYPES or min(c.s) < 0:
         return False
     bufs = set(c.srcbuf) | set(c.dstbuf)
-    if not bufs <= BUFFERS or not set(c.hasdep) <= {0, 1}:
+    if not bufs <= BUFFERS:
         return False
-    if min(c.cnt) < 0 or max(c.cnt) >= MAX_COUNT:
+    if "nop" in c.types:
+        t = c.type
+        # the real step after a run of nops needs its own dependency
+        if any(a == "nop" and b != "nop" and d < 0 for a, b, d in zip(t, t[1:], c.depid[1:])):
+            return False
+        keep = [x != "nop" for x in t]
+        if not any(keep):
+            return True
+        cnt, hasdep = list(compress(c.cnt, keep)), set(compress(c.hasdep, keep))
+        srcoff, dstoff = list(compress(c.srcoff, keep)), list(compress(c.dstoff, keep))
+        bufs = set(compress(c.srcbuf, keep)) | set(compress(c.dstbuf, keep))
+    else:
+        cnt, hasdep, srcoff, dstoff = c.cnt, set(c.hasdep), c.srcoff, c.dstoff
+    if not hasdep <= {0, 1} or min(cnt) < 0 or max(cnt) >= MAX_COUNT:
         return False
     smallest = min(_buffer_chunks(g, x) for x in bufs)
-    return (min(c.srcoff) >= -1 and min(c.dstoff) >= -1 and max(c.srcoff) < smallest
-            and max(c.dstoff) < smallest)
+    return min(srcoff) >= -1 and min(dstoff) >= -1 and max(srcoff) < smallest and \
+        max(dstoff) < smallest
 
 
-def _tb_safety(s, p, g, tbs, tb, add, sent, recvd) -> None:
+def _tb_safety(s, p, g, tbs, tb, add, sent, recvd, cache=None) -> None:
     r, b = g.id, tb.id
     steps = tb.steps
-    c = _Cols(steps)
+    c = _columns(tb, cache)
     if steps and _safety_clean(g, tb, c):
         if tb.send >= 0:
             sent.setdefault((r, tb.send, tb.chan), []).extend(
@@ -550,7 +584,9 @@ def _dep_safety(p, g, tbs, tb, i, st, add) -> None:
 
 def check(schedule: Schedule, profile: Profile | str) -> list[Finding]:
     """All loader findings for ``profile``: runtime verdict findings (a) first, then safety (b)."""
-    return runtime_findings(schedule, profile) + safety_findings(schedule, profile)
+    cache: dict = {}
+    return (runtime_findings(schedule, profile, cache)
+            + safety_findings(schedule, profile, cache))
 
 
 def rejects(finding: Finding) -> bool:

@@ -145,12 +145,13 @@ _NOT_BLANK = re.compile(r"[^ \r\n\t]")
 _BAD_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])
 _GOOD_BYTES = bytes(x for x in range(256) if x not in _BAD_BYTES)
 
-# canonical step lines (fast path)
-_NUM = r'(-?\d+)'
+# canonical step lines (fast path). Values are taken as written: numbers are validated by the
+# ``ints`` lookup (its keys are plain decimal strings only), strings by the loader checks.
+_V = r'"([^"]*)"'
 _FAST_STEP = re.compile(
-    r'\n *<step s="(\d+)" type="([a-z]+)" srcbuf="([a-z]+)" srcoff="' + _NUM + r'" dstbuf="([a-z]+)"'
-    r' dstoff="' + _NUM + r'" cnt="' + _NUM + r'" depid="' + _NUM + r'" deps="' + _NUM
-    + r'" hasdep="' + _NUM + r'" ?/>')
+    r'\n *<step s=' + _V + ' type=' + _V + ' srcbuf=' + _V + ' srcoff=' + _V + ' dstbuf=' + _V
+    + ' dstoff=' + _V + ' cnt=' + _V + ' depid=' + _V + ' deps=' + _V + ' hasdep=' + _V
+    + r' ?/>')
 _INT_CACHE = {str(k): k for k in range(-1, 4097)}
 
 
