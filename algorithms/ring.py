@@ -39,7 +39,7 @@ def _reduce_scatter_steps(prog: Program, p: int, k_: int, final) -> None:
 
 def partial(prog: Program, r: int, b: int, c: int, k_: int):
     """Where rank r keeps its running sum of block b: the output if it has room, else scratch."""
-    if prog.collective.output_chunks(r) == prog.collective.input_chunks(r):
+    if prog.collective.coll is not Coll.REDUCESCATTER:
         return prog.output(r, b * k_ + c)
     return prog.scratch(r, b * k_ + c)
 

@@ -167,6 +167,9 @@ class Program:
                 else:
                     o = 0
             gpu.input_chunks, gpu.output_chunks = i, o
+        self._ngpus = ngpus
+        self._in_sizes = [self.collective.input_chunks(r) for r in range(ngpus)]
+        self._out_sizes = [self.collective.output_chunks(r) for r in range(ngpus)]
         self._seq = 0
         self._access: list[dict[tuple[Buffer, int], _Access]] = [{} for _ in range(ngpus)]
         self._compiled: str | bool = False
@@ -182,21 +185,22 @@ class Program:
         In an in-place program the input and output are one buffer (runtime §7): the reference
         is translated to the buffer the file uses, so algorithms are written once.
         """
-        buffer = Buffer(buffer)
-        if not 0 <= rank < self.ngpus:
-            raise ChunkError(f"rank {rank} out of range 0..{self.ngpus - 1}")
+        if buffer.__class__ is not Buffer:
+            buffer = Buffer(buffer)
+        if not 0 <= rank < self._ngpus:
+            raise ChunkError(f"rank {rank} out of range 0..{self._ngpus - 1}")
         if size < 1:
             raise ChunkError(f"chunk size must be >= 1, got {size}")
-        coll = self.collective
         if buffer is Buffer.SCRATCH:
             if index < 0:
                 raise ChunkError(f"scratch index {index} < 0")
             return Chunk(self, rank, buffer, index, size)
-        limit = coll.input_chunks(rank) if buffer is Buffer.INPUT else coll.output_chunks(rank)
+        limit = (self._in_sizes if buffer is Buffer.INPUT else self._out_sizes)[rank]
         if index < 0 or index + size > limit:
             raise ChunkError(f"{buffer.name.lower()}[{index}:+{size}] out of range on rank {rank} "
                              f"({limit} chunks)")
         if self.inplace:
+            coll = self.collective
             shift = coll.inplace_input_offset(rank)   # input j == output j + shift
             if coll.coll in (Coll.ALLGATHER, Coll.GATHER) and buffer is Buffer.INPUT:
                 buffer, index = Buffer.OUTPUT, index + shift
@@ -223,32 +227,40 @@ class Program:
         step = Step(type, gpu, src=src, dst=dst, cnt=cnt, send_peer=send_peer,
                     recv_peer=recv_peer, chan=chan, original_index=self._seq)
         self._seq += 1
+        reads = []
+        if src is not None and type.reads_src:
+            reads.append(src)
+        if type is StepType.REDUCE:
+            reads.append(dst)
+        write = dst if dst is not None and type.writes_dst else None
         table = self._access[gpu]
-        for buf, lo, hi in step.reads():
-            for i in range(lo, hi):
-                acc = table.get((buf, i))
-                if acc is not None and acc.writer is not None:
-                    step.add_dep(acc.writer)
-        for buf, lo, hi in step.writes():
-            for i in range(lo, hi):
+        deps = step.dep_list
+        for buf, lo in reads:
+            for i in range(lo, lo + cnt):
                 acc = table.get((buf, i))
                 if acc is None:
-                    continue
-                if acc.writer is not None:
-                    step.add_dep(acc.writer)
-                for reader in acc.readers:
-                    step.add_dep(reader)
-        for buf, lo, hi in step.reads():
-            for i in range(lo, hi):
-                acc = table.get((buf, i))
-                if acc is None:
-                    acc = table[(buf, i)] = _Access()
+                    table[(buf, i)] = acc = _Access()
+                elif acc.writer is not None:
+                    if acc.writer not in deps:
+                        deps.append(acc.writer)
+                    after = acc.writer.readers_after
+                    if not after or after[-1] is not step:
+                        after.append(step)
                 acc.readers.append(step)
-        for buf, lo, hi in step.writes():
-            for i in range(lo, hi):
+        if write is not None:
+            buf, lo = write
+            for i in range(lo, lo + cnt):
                 acc = table.get((buf, i))
                 if acc is None:
-                    acc = table[(buf, i)] = _Access()
+                    table[(buf, i)] = acc = _Access()
+                else:
+                    if acc.writer is not None:
+                        if acc.writer not in deps:
+                            deps.append(acc.writer)
+                        acc.writer.overwritten_by.append(((buf, i), step))
+                    for reader in acc.readers:
+                        if reader is not step and reader not in deps:
+                            deps.append(reader)
                 acc.writer = step
                 acc.readers = []
         self.algo.gpus[gpu].pending.append(step)

@@ -1,5 +1,11 @@
 """The MSCCL XML writer: the only module that knows the attribute names ccxml writes.
 
+Two serialisers produce the same bytes: :func:`to_element` builds an lxml tree (the reference,
+used by ``Step.to_xml`` and checked against the schema in the tests), and :func:`to_xml` streams
+the text directly, an order of magnitude faster on large schedules (lxml spends about a
+microsecond per attribute validating it; a 130,000-step file has 1.3 million). A test asserts
+that both give byte-identical output.
+
 Output follows the runtimes' hand-written tokenizer (msccl-runtime.md §2, §13): no XML
 declaration, no tabs, one element per line with two-space indentation, ``k="v"`` with double
 quotes and single spaces, plain decimal integers, self-closing ``<step/>``, nops written as real
@@ -106,9 +112,49 @@ def to_element(algo: Algo, target: str = "exec") -> etree._Element:
     return root
 
 
-def to_xml(algo: Algo, target: str = "exec") -> str:
-    """The file's text (compile the algo first)."""
+def to_xml_lxml(algo: Algo, target: str = "exec") -> str:
+    """The file's text through an lxml tree (the reference serialiser)."""
     return etree.tostring(to_element(algo, target), pretty_print=True, encoding="unicode")
+
+
+def _open_tag(name: str, attrs: dict[str, str], indent: str, close: str = ">") -> str:
+    body = " ".join(f'{k}="{_escape(v)}"' for k, v in attrs.items())
+    return f"{indent}<{name} {body}{close}"
+
+
+def _escape(value: str) -> str:
+    if any(c in value for c in '&<>"'):
+        return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                .replace('"', "&quot;"))
+    return value
+
+
+_STEP = ('      <step s="{}" type="{}" srcbuf="{}" srcoff="{}" dstbuf="{}" dstoff="{}" cnt="{}" '
+         'depid="{}" deps="{}" hasdep="{}"/>')
+
+
+def to_xml(algo: Algo, target: str = "exec") -> str:
+    """The file's text (compile the algo first); byte-identical to :func:`to_xml_lxml`."""
+    lines = [_open_tag("algo", algo_attrs(algo, target), "")]
+    fmt = _STEP.format
+    for gpu in algo.gpus:
+        lines.append(_open_tag("gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
+                                       "o_chunks": str(gpu.output_chunks),
+                                       "s_chunks": str(scratch_chunks(gpu))}, "  "))
+        for tb in gpu.tbs:
+            lines.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">')
+            for st in tb.steps:
+                lines.append(fmt(*step_attrs(st).values()))
+            lines.append("    </tb>" if tb.steps else None)
+            if not tb.steps:
+                lines[-2] = lines[-2][:-1] + "/>"
+                lines.pop()
+        lines.append("  </gpu>" if gpu.tbs else None)
+        if not gpu.tbs:
+            lines.pop()
+            lines[-1] = lines[-1][:-1] + "/>"
+    lines.append("</algo>")
+    return "\n".join(lines) + "\n"
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:

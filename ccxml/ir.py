@@ -31,7 +31,8 @@ class Step:
 
     __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
                  "recv_from", "send_to", "dep_list", "depended_by_list", "position_fixed",
-                 "original_index", "send_index", "recv_index", "dep", "merged_into", "publish", "_s")
+                 "original_index", "send_index", "recv_index", "dep", "merged_into", "publish",
+                 "readers_after", "overwritten_by", "_s")
 
     def __init__(self, type: StepType, gpu: int, *, src: tuple[Buffer, int] | None = None,
                  dst: tuple[Buffer, int] | None = None, cnt: int = 1, send_peer: int = -1,
@@ -56,6 +57,9 @@ class Step:
         self.dep: Step | None = None            # the one direct dependency after the build
         self.merged_into: Step | None = None    # set when fusion folds this step into another
         self.publish = False                    # publish the flag even with no dependent
+        # recorded by the Chunk API: who read what this step wrote, and who overwrote it
+        self.readers_after: list[Step] = []
+        self.overwritten_by: list[tuple[tuple[Buffer, int], Step]] = []
         self._s = -1
 
     # ---- seed-design names --------------------------------------------------------------

@@ -24,30 +24,10 @@ class StepType(str, Enum):
     REDUCE = "re"
     NOP = "nop"
 
-    @property
-    def sends(self) -> bool:
-        """The step pushes data to the TB's send peer."""
-        return self in _SENDING
-
-    @property
-    def receives(self) -> bool:
-        """The step pulls data from the TB's recv peer."""
-        return self in _RECEIVING
-
-    @property
-    def reads_src(self) -> bool:
-        """The step reads the local buffer named by srcbuf/srcoff."""
-        return self in _READS_SRC
-
-    @property
-    def writes_dst(self) -> bool:
-        """The step writes the local buffer named by dstbuf/dstoff."""
-        return self in _WRITES_DST
-
-    @property
-    def reduces(self) -> bool:
-        """The step combines two values with the collective's operator."""
-        return self in _REDUCING
+    # Flags set on every member below (plain attributes: they sit on hot loops):
+    # ``sends`` (pushes to the TB's send peer), ``receives`` (pulls from its recv peer),
+    # ``reads_src`` / ``writes_dst`` (touches the local srcbuf/dstbuf range), ``reduces``.
+    __hash__ = str.__hash__
 
 
 _SENDING = frozenset({StepType.SEND, StepType.RECV_COPY_SEND, StepType.RECV_REDUCE_SEND,
@@ -60,6 +40,13 @@ _WRITES_DST = frozenset({StepType.RECV, StepType.RECV_COPY_SEND, StepType.RECV_R
                          StepType.RECV_REDUCE_COPY_SEND, StepType.COPY, StepType.REDUCE})
 _REDUCING = frozenset({StepType.RECV_REDUCE_COPY, StepType.RECV_REDUCE_SEND,
                        StepType.RECV_REDUCE_COPY_SEND, StepType.REDUCE})
+for _member in StepType:
+    _member.sends = _member in _SENDING
+    _member.receives = _member in _RECEIVING
+    _member.reads_src = _member in _READS_SRC
+    _member.writes_dst = _member in _WRITES_DST
+    _member.reduces = _member in _REDUCING
+del _member
 
 
 class Buffer(str, Enum):
@@ -68,6 +55,8 @@ class Buffer(str, Enum):
     INPUT = "i"
     OUTPUT = "o"
     SCRATCH = "s"
+
+    __hash__ = str.__hash__
 
 
 class Proto(str, Enum):
@@ -90,6 +79,8 @@ class Coll(str, Enum):
     REDUCE = "reduce"
     GATHER = "gather"
     SCATTER = "scatter"
+
+    __hash__ = str.__hash__
 
     @property
     def rooted(self) -> bool:

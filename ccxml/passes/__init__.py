@@ -23,7 +23,9 @@ from ccxml.passes.splitting import LimitError, split_long_threadblocks
 from ccxml.passes.threadblocks import assign_threadblocks
 from ccxml.wire import StepType, profile
 
-__all__ = ["LimitError", "LinkError", "compile_algo"]
+__all__ = ["LimitError", "LinkError", "assign_threadblocks", "build_dependencies", "check_limits",
+           "check_links", "compile_algo", "fuse_receive_send", "lower_receive_reduce", "number_steps",
+           "order_steps", "split_long_threadblocks"]
 
 
 def compile_algo(algo: Algo, *, target: str = "exec", merge_rcs: bool = True,

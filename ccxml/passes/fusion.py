@@ -7,16 +7,15 @@ wrote, and depends on nothing or only on ``R``:
 * ``r`` + ``s``   → ``rcs``  (receive, store, forward)
 * ``rrc`` + ``s`` → ``rrcs`` (receive, reduce, store, forward)
 * ``rrc`` + ``s`` → ``rrs``  (receive, reduce, forward, no store) when the stored value is dead:
-  on that rank the next access to those chunks after ``S`` is an overwrite by the same TB, or
-  there is none and the chunks are scratch.
+  ``S`` is the only step that ever reads it, and every chunk is next overwritten by a step of the
+  same TB that does not read it, or never again and it is scratch (the Chunk API recorded who
+  read and who overwrote each step's output while the steps were issued).
 
 Guarantee: the fused schedule computes exactly what the unfused one did — every chunk read later
 holds the same value, and the link sequences (order and ``cnt``) are unchanged. The folded send
 is left with ``merged_into`` pointing at the fused step, so dependencies on it follow.
 """
 from __future__ import annotations
-
-from bisect import bisect_right
 
 from ccxml.ir import GPU, Algo, Step
 from ccxml.wire import Buffer, StepType
@@ -28,9 +27,6 @@ def fuse_receive_send(algo: Algo) -> None:
 
 
 def fuse_gpu(gpu: GPU) -> None:
-    accesses = None
-    if any(st.type is StepType.RECV_REDUCE_COPY for tb in gpu.tbs for st in tb.steps):
-        accesses = _access_index(gpu)      # taken before any fusion changes a step
     for tb in gpu.tbs:
         if tb.send < 0 or tb.recv < 0 or len(tb.steps) < 2:
             continue
@@ -44,7 +40,7 @@ def fuse_gpu(gpu: GPU) -> None:
                 if r.type is StepType.RECV:
                     fused = StepType.RECV_COPY_SEND
                 else:
-                    fused = (StepType.RECV_REDUCE_SEND if _store_is_dead(r, s, accesses)
+                    fused = (StepType.RECV_REDUCE_SEND if _store_is_dead(r, s)
                              else StepType.RECV_REDUCE_COPY_SEND)
                 _merge(r, s, fused)
                 out.append(r)
@@ -86,32 +82,17 @@ def _renumber_links(tb) -> None:
     tb.send_count, tb.recv_count = ns, nr
 
 
-def _access_index(gpu: GPU) -> dict[tuple, tuple[list[int], list[Step], list[bool]]]:
-    """(buffer, chunk) -> (issue indices, steps, is-pure-overwrite) of every access on this GPU."""
-    table: dict[tuple, tuple[list[int], list[Step], list[bool]]] = {}
-    allsteps = sorted((st for tb in gpu.tbs for st in tb.steps), key=lambda x: x.original_index)
-    for st in allsteps:
-        reads = {(b, c) for b, lo, hi in st.reads() for c in range(lo, hi)}
-        writes = {(b, c) for b, lo, hi in st.writes() for c in range(lo, hi)}
-        for key in sorted(reads | writes):
-            idx, lst, pure = table.setdefault(key, ([], [], []))
-            idx.append(st.original_index)
-            lst.append(st)
-            pure.append(key in writes and key not in reads)
-    return table
-
-
-def _store_is_dead(r: Step, s: Step, accesses) -> bool:
+def _store_is_dead(r: Step, s: Step) -> bool:
+    if any(x is not s for x in r.readers_after):
+        return False
     buf, lo = r.dst
+    nxt = {key: w for key, w in r.overwritten_by}
     for c in range(lo, lo + r.cnt):
-        idx, lst, pure = accesses[(buf, c)]
-        k = bisect_right(idx, r.original_index)
-        if k >= len(lst) or lst[k] is not s:
-            return False                      # someone else reads or writes it in between
-        if k + 1 >= len(lst):
+        w = nxt.get((buf, c))
+        if w is None:
             if buf is not Buffer.SCRATCH:
                 return False                  # the value is the final content of i/o
             continue
-        if not pure[k + 1] or lst[k + 1].tb is not r.tb:
+        if w.tb is not r.tb or any(b == buf and a <= c < z for b, a, z in w.reads()):
             return False
     return True

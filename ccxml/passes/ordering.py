@@ -9,7 +9,9 @@ for a message the other has not been allowed to send.
 Guarantees (the order is a topological sort of these constraints, smallest key first):
 
 * a step is never moved before a same-TB step whose data it reads or overwrites, or that reads
-  what it overwrites (read-after-write, write-after-read, write-after-write on any chunk);
+  what it overwrites (read-after-write, write-after-read, write-after-write on any chunk): these
+  hazards are exactly the same-rank dependencies the Chunk API collected when the steps were
+  issued (last writer, readers since), so they are read from ``dep_list``;
 * a step never moves across a step that waits on another TB (``position_fixed``), so no wait
   chain through other TBs can be turned into a cycle;
 * explicit same-TB dependencies are kept;
@@ -43,44 +45,33 @@ def _key(step: Step, prev_key: tuple[int, int]) -> tuple[int, int]:
 def order_tb(tb: TB) -> None:
     steps = tb.steps
     n = len(steps)
+    keys = []
+    prev = (0, 0)
+    for st in steps:
+        prev = _key(st, prev)
+        keys.append(prev)
+    if all(keys[i] <= keys[i + 1] for i in range(n - 1)):
+        for st in steps:                       # already in key order: nothing can move
+            st.position_fixed = any(d.tb is not tb for d in st.dep_list)
+        return
     pos = {id(s): i for i, s in enumerate(steps)}
     succ: list[list[int]] = [[] for _ in range(n)]
     indeg = [0] * n
-
-    def edge(a: int, b: int) -> None:
-        succ[a].append(b)
-        indeg[b] += 1
-
-    writer: dict[tuple, int] = {}
-    readers: dict[tuple, list[int]] = {}
     last_fixed = -1
     last_send = last_recv = -1
     since_fixed: list[int] = []
     for j, st in enumerate(steps):
-        preds: set[int] = set()
-        if st.type.sends:
+        # data hazards on this rank were collected as dependencies when the step was issued
+        preds = {pos[id(d)] for d in st.dep_list if d.tb is tb}
+        t = st.type
+        if t.sends:
             if last_send >= 0:
                 preds.add(last_send)
             last_send = j
-        if st.type.receives:
+        if t.receives:
             if last_recv >= 0:
                 preds.add(last_recv)
             last_recv = j
-        for buf, lo, hi in st.reads():
-            for c in range(lo, hi):
-                w = writer.get((buf, c))
-                if w is not None:
-                    preds.add(w)
-        for buf, lo, hi in st.writes():
-            for c in range(lo, hi):
-                w = writer.get((buf, c))
-                if w is not None:
-                    preds.add(w)
-                preds.update(readers.get((buf, c), ()))
-        for d in st.dep_list:
-            i = pos.get(id(d))
-            if i is not None and i < j:
-                preds.add(i)
         st.position_fixed = any(d.tb is not tb for d in st.dep_list)
         if st.position_fixed:
             preds.update(since_fixed)
@@ -89,22 +80,10 @@ def order_tb(tb: TB) -> None:
         elif last_fixed >= 0:
             preds.add(last_fixed)
         since_fixed.append(j)
-        preds.discard(j)
-        for i in sorted(preds):
-            edge(i, j)
-        for buf, lo, hi in st.reads():
-            for c in range(lo, hi):
-                readers.setdefault((buf, c), []).append(j)
-        for buf, lo, hi in st.writes():
-            for c in range(lo, hi):
-                writer[(buf, c)] = j
-                readers[(buf, c)] = []
+        for i in preds:
+            succ[i].append(j)
+        indeg[j] = len(preds)
 
-    keys = []
-    prev = (0, 0)
-    for st in steps:
-        prev = _key(st, prev)
-        keys.append(prev)
     heap = [(keys[i], i) for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)
     order = []

@@ -43,21 +43,37 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     # A segment per event: the receive and the send half of a fused step may end up in two
     # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
     # rcs steps be cut at all: every link cuts at the same message.
-    rseg: dict[int, int] = {}
-    sseg: dict[int, int] = {}
-    pending = deque(tbs)
-    queued = {id(tb) for tb in tbs}
+    # dense numbering: step -> gid, and where each step sits (TB number, position)
+    gid: dict[int, int] = {}
+    where: list[tuple[int, int]] = []
+    for t, tb in enumerate(tbs):
+        for i, st in enumerate(tb.steps):
+            gid[id(st)] = len(where)
+            where.append((t, i))
+    n = len(where)
+    rseg, sseg = [0] * n, [0] * n
+    plans = [_plan(tb, costs, gid, where) for tb in tbs]
+    saved = [([0] * (len(tb.steps) + 1), [0] * (len(tb.steps) + 1)) for tb in tbs]
+    dirty = [0] * len(tbs)
+    pending = deque(range(len(tbs)))
+    queued = [True] * len(tbs)
     for _ in range(50 * len(tbs) + 1000):
         if not pending:
             break
-        tb = pending.popleft()
-        queued.discard(id(tb))
-        for partner_tb in _walk(tb, rseg, sseg, costs, limit):
-            if id(partner_tb) not in queued:
-                queued.add(id(partner_tb))
-                pending.append(partner_tb)
+        t = pending.popleft()
+        queued[t] = False
+        start, dirty[t] = dirty[t], len(plans[t])
+        for g in _walk(plans[t], start, saved[t], rseg, sseg, limit):
+            pt, pi = where[g]
+            if pi < dirty[pt]:
+                dirty[pt] = pi
+            if not queued[pt]:
+                queued[pt] = True
+                pending.append(pt)
     else:  # pragma: no cover - segments only grow and are bounded by the step count
         raise LimitError("could not split thread blocks across channels (no fixed point)")
+    rseg = {id(st): rseg[gid[id(st)]] for tb in tbs for st in tb.steps}
+    sseg = {id(st): sseg[gid[id(st)]] for tb in tbs for st in tb.steps}
 
     width = max(tb.chan for tb in tbs) + 1
     top = max(list(rseg.values()) + list(sseg.values()))
@@ -73,38 +89,55 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
         _rebuild_gpu(gpu, seg, width)
 
 
-def _walk(tb: TB, rseg: dict[int, int], sseg: dict[int, int], costs: dict[int, int],
-          limit: int) -> list[TB]:
-    """Assign pieces to ``tb``'s halves in order; return the TBs of partners pushed later."""
-    touched: list[TB] = []
-    cur, used = 0, 0
+def _plan(tb: TB, costs: dict[int, int], gid: dict[int, int], where) -> list[tuple]:
+    """Per step: (gid, receives?, sends?, cost, recv partner gid, send partner gid) (-1: none)."""
+    plan = []
     for st in tb.steps:
-        sid = id(st)
-        halves = []
-        if st.type.receives or not st.type.sends:
-            halves.append(rseg)
-        if st.type.sends:
-            halves.append(sseg)
-        unit_seg = None
-        for table in halves:
-            k = max(cur, table.get(sid, 0))
+        rp, sp = st.recv_from, st.send_to
+        plan.append((gid[id(st)], st.type.receives or not st.type.sends, st.type.sends,
+                     costs[id(st)], gid[id(rp)] if rp is not None else -1,
+                     gid[id(sp)] if sp is not None else -1))
+    return plan
+
+
+def _walk(plan, start, saved, rseg, sseg, limit):
+    """Assign pieces to one TB's step halves from position ``start`` on (each half no earlier
+    than its partner's piece); push partners that must move later; return (TB, position) of
+    each pushed partner. ``saved`` keeps the walk's state before every position."""
+    touched = []
+    curs, useds = saved
+    cur, used = curs[start], useds[start]
+    for i in range(start, len(plan)):
+        curs[i], useds[i] = cur, used
+        sid, has_r, has_s, cost, rp, sp = plan[i]
+        unit = -1
+        if has_r:
+            k = rseg[sid]
             if k > cur:
                 cur, used = k, 0
-            if unit_seg != cur:                # this half starts a new unit of work
-                cost = costs[sid] + (1 if cur > 0 and used == 0 else 0)
-                if used + cost > limit and used > 0:
-                    cur, used = cur + 1, 0
-                    cost = costs[sid] + 1
-                used += cost
-                unit_seg = cur
-            if table.get(sid, 0) != cur:
-                table[sid] = cur
-            partner = st.send_to if table is sseg else st.recv_from
-            if partner is not None:
-                other = rseg if table is sseg else sseg
-                if other.get(id(partner), 0) < cur:
-                    other[id(partner)] = cur
-                    touched.append(partner.tb)
+            c = cost + (1 if cur and not used else 0)
+            if used and used + c > limit:
+                cur, used, c = cur + 1, 0, cost + 1
+            used += c
+            unit = cur
+            rseg[sid] = cur
+            if rp >= 0 and sseg[rp] < cur:
+                sseg[rp] = cur
+                touched.append(rp)
+        if has_s:
+            k = sseg[sid]
+            if k > cur:
+                cur, used = k, 0
+            if unit != cur:                    # the send half starts a new unit of work
+                c = cost + (1 if cur and not used else 0)
+                if used and used + c > limit:
+                    cur, used, c = cur + 1, 0, cost + 1
+                used += c
+            sseg[sid] = cur
+            if sp >= 0 and rseg[sp] < cur:
+                rseg[sp] = cur
+                touched.append(sp)
+    curs[len(plan)], useds[len(plan)] = cur, used
     return touched
 
 
