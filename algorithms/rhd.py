@@ -33,9 +33,12 @@ Collectives (steps, with the fold/unfold only when p is not a power of two):
   copies them.
 
 Chunks: with K = ``channels`` every block-slice (AR, Reduce) or per-rank block (RS, AG) is K
-chunks, and Broadcast's buffer is K chunks. Each transfer is a contiguous range of chunks, cut
-into K equal contiguous pieces sent on channels 0…K−1 (HCCL's multi-ring rule, §0.4). Partial
-sums live in the output (AllReduce, root of Reduce) or in scratch; the input is only read.
+chunks and Broadcast's buffer is K chunks; channel c carries chunk c of every block, so K copies
+of the algorithm run side by side. For AR and Reduce chunk c of block-slice u is chunk c·B + u,
+so that each channel's transfers are contiguous. An exchange (both partners send in one step)
+is cut into messages of at most LINK_CALLS·maxAllowedCount chunks, alternating directions, so
+it completes with bounded links. Partial sums live in the output (AllReduce, root of Reduce)
+or in scratch; the input is only read.
 
 Cost (HCCL doc; n bytes, p′ = 2^⌊log p⌋):
 BC ⌈log p⌉(α + nβ).
@@ -89,54 +92,69 @@ class _Fold:
 class _Data:
     """Where every rank keeps each chunk of the working vector, and the moves between ranks.
 
-    ``home(r, j)`` is where rank r stores chunk j when it receives it. A move of chunks lo…hi−1
-    is cut into K equal contiguous pieces, piece c on channel c, and each piece into messages
-    whose source, local operand and destination are contiguous.
+    The vector is ``units`` units (block-slices or per-rank blocks) of K chunks; chunk c of
+    unit u is chunk ``chunk(u, c)`` and travels on channel c, so the K channels run K
+    independent copies of the algorithm side by side (as in ring.py). ``home(r, j)`` is where
+    rank r stores chunk j when it receives it. A move becomes, per channel, one message per
+    run of units whose source, local operand and destination chunks are contiguous.
     """
 
-    def __init__(self, prog: Program, k: int, n: int, home: Callable[[int, int], Ref]):
-        self.prog, self.k, self.n, self.home = prog, k, n, home
-        self.loc: list[list[Ref | None]] = [[None] * n for _ in range(prog.ngpus)]
+    def __init__(self, prog: Program, k: int, units: int, chunk: Callable[[int, int], int],
+                 home: Callable[[int, int], Ref]):
+        self.prog, self.k, self.chunk, self.home = prog, k, chunk, home
+        self.loc: list[dict[int, Ref]] = [{} for _ in range(prog.ngpus)]
 
-    def hold(self, r: int, lo: int, hi: int, buf: Buffer, first: int) -> None:
-        """Rank r initially holds chunks lo…hi−1 at ``buf[first…]``."""
-        for j in range(lo, hi):
-            self.loc[r][j] = (buf, first + j - lo)
+    def hold(self, r: int, lo: int, hi: int, where: Callable[[int], Ref]) -> None:
+        """Rank r initially holds units lo…hi−1, chunk j at ``where(j)``."""
+        for u in range(lo, hi):
+            for c in range(self.k):
+                j = self.chunk(u, c)
+                self.loc[r][j] = where(j)
 
     def localize(self, r: int, lo: int, hi: int) -> None:
-        """Copy chunks lo…hi−1 on rank r to their home (HCCL's input → output copy)."""
-        for msg in self._messages(r, r, lo, hi, False, self.home, 0):
-            self._issue(*msg)
+        """Copy units lo…hi−1 on rank r to their home (HCCL's input → output copy)."""
+        for c in range(self.k):
+            for msg in self._messages(r, r, lo, hi, False, self.home, c):
+                self._issue(*msg)
 
     def copy(self, s: int, d: int, lo: int, hi: int) -> None:
-        """d's chunks lo…hi−1 := s's."""
+        """d's units lo…hi−1 := s's."""
         self._move(s, d, lo, hi, False, self.home)
 
     def reduce(self, s: int, d: int, lo: int, hi: int,
                home: Callable[[int, int], Ref] | None = None) -> None:
-        """d's chunks lo…hi−1 ⊕= s's, stored at ``home`` (default: the data's home)."""
+        """d's units lo…hi−1 ⊕= s's, stored at ``home`` (default: the data's home)."""
         self._move(s, d, lo, hi, True, home or self.home)
 
+    def bulk(self, s: int, d: int, reduce: bool, home: Callable[[int, int], Ref] | None = None) -> None:
+        """d's whole vector := (or ⊕=) s's, as K equal contiguous chunk ranges, range c on
+        channel c: one message per channel when the buffers allow it (fold and unfold)."""
+        n = len(self.loc[s])
+        for c in range(self.k):
+            chunks = list(range(c * n // self.k, (c + 1) * n // self.k))
+            for msg in self._runs(s, d, chunks, reduce, home or self.home, c):
+                self._issue(*msg)
+
     def _move(self, s: int, d: int, lo: int, hi: int, reduce: bool, home) -> None:
-        for c, a, b in self._pieces(lo, hi, None):
-            for msg in self._messages(s, d, a, b, reduce, home, c):
+        for c in range(self.k):
+            for msg in self._messages(s, d, lo, hi, reduce, home, c):
                 self._issue(*msg)
 
     def exchange(self, x: int, y: int, to_y: tuple[int, int], to_x: tuple[int, int],
                  reduce: bool) -> None:
-        """x sends chunks ``to_y`` to y while y sends ``to_x`` (disjoint) to x: one kernel step.
+        """x sends units ``to_y`` to y while y sends ``to_x`` (disjoint) to x: one kernel step.
 
-        Messages carry at most LINK_CALLS chunks and are issued alternately in the two
+        Messages carry at most ``limit`` chunks and are issued alternately in the two
         directions on every channel, so each side's thread block sends its k-th message before
         it waits for the k-th one from the other side: the exchange completes even when a link
         buffers only LINK_CALLS calls, and the order is the one the ordering pass would choose.
         """
         limit = self._exchange_limit()
         for c in range(self.k):
-            fwd = [m for ch, a, b in self._pieces(*to_y, limit) if ch == c
-                   for m in self._messages(x, y, a, b, reduce, self.home, c)]
-            back = [m for ch, a, b in self._pieces(*to_x, limit) if ch == c
-                    for m in self._messages(y, x, a, b, reduce, self.home, c)]
+            fwd = [m for a in range(to_y[0], to_y[1], limit)
+                   for m in self._messages(x, y, a, min(a + limit, to_y[1]), reduce, self.home, c)]
+            back = [m for a in range(to_x[0], to_x[1], limit)
+                    for m in self._messages(y, x, a, min(a + limit, to_x[1]), reduce, self.home, c)]
             for one, other in zip_longest(fwd, back):
                 for msg in (one, other):
                     if msg is not None:
@@ -153,43 +171,37 @@ class _Data:
             per_call = max(1, min(MAX_COUNT_PER_CALL, int(CHUNK_EFFECTIVE_BYTES[algo.proto] // per_chunk)))
         return LINK_CALLS[algo.proto] * per_call
 
-    def _pieces(self, lo: int, hi: int, limit: int | None) -> list[tuple[int, int, int]]:
-        """(channel, first, end): chunks lo…hi−1 cut into K equal contiguous pieces, piece c on
-        channel c, each cut further into parts of at most ``limit`` chunks."""
-        piece, rest = divmod(hi - lo, self.k)
-        if rest or not piece:
-            raise ValueError(f"chunks {lo}..{hi} do not split into {self.k} channels")
-        limit = limit or piece
-        return [(c, a, min(a + limit, lo + (c + 1) * piece))
-                for c in range(self.k) for a in range(lo + c * piece, lo + (c + 1) * piece, limit)]
-
     def _messages(self, s: int, d: int, lo: int, hi: int, reduce: bool, home, chan: int) -> list:
-        """The ops moving chunks lo…hi−1 from s to d: one per run of chunks whose source, local
-        operand (reduce) and destination are each contiguous. Nothing is issued yet."""
+        """The ops moving channel ``chan``'s chunks of units lo…hi−1 from s to d, one per run
+        whose source, local operand (reduce) and destination are each contiguous. Nothing is
+        issued yet."""
+        return self._runs(s, d, [self.chunk(u, chan) for u in range(lo, hi)], reduce, home, chan)
+
+    def _runs(self, s: int, d: int, chunks: list[int], reduce: bool, home, chan: int) -> list:
         src, dst_loc = self.loc[s], self.loc[d]
-        if any(src[j] is None for j in range(lo, hi)) or (
-                reduce and any(dst_loc[j] is None for j in range(lo, hi))):
-            raise ValueError(f"rank {s} or {d} does not hold chunks {lo}..{hi}")
-        key = [(src[j], dst_loc[j] if reduce else None, home(d, j)) for j in range(lo, hi)]
+        if any(j not in src for j in chunks) or (reduce and any(j not in dst_loc for j in chunks)):
+            raise ValueError(f"rank {s} or {d} does not hold chunks {chunks}")
+        key = [(src[j], dst_loc[j] if reduce else None, home(d, j)) for j in chunks]
         out, start = [], 0
         for i in range(1, len(key) + 1):
             if i < len(key) and all(a is None or (a[0] == b[0] and a[1] == b[1] + 1)
                                     for a, b in zip(key[i], key[i - 1])):
                 continue
-            out.append((s, d, lo + start, [k[2] for k in key[start:i]], key[start], reduce, chan))
+            out.append((s, d, chunks[start:i], key[start], reduce, chan))
             start = i
         return out
 
-    def _issue(self, s: int, d: int, lo: int, dest: list[Ref], first: tuple, reduce: bool,
+    def _issue(self, s: int, d: int, chunks: list[int], first: tuple, reduce: bool,
                chan: int) -> None:
-        prog, size = self.prog, len(dest)
+        prog, size = self.prog, len(chunks)
         (sb, so), operand, (db, do) = first
         a, out = prog.chunk(s, sb, so, size), prog.chunk(d, db, do, size)
         if reduce:
             a.reduce(prog.chunk(d, operand[0], operand[1], size), chan=chan, out=out)
         else:
             a.copy(out, chan=chan)
-        self.loc[d][lo:lo + size] = dest
+        for i, j in enumerate(chunks):
+            self.loc[d][j] = (db, do + i)
 
 
 def _hd_reduce_scatter(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, int]]) -> None:
@@ -216,63 +228,65 @@ def _hd_all_gather(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, 
                               span(theirs, theirs + mask), reduce=False)
 
 
-def _per_rank_span(f: _Fold, k: int) -> Callable[[int, int], tuple[int, int]]:
-    """Chunk range of block-slices lo…hi−1 over p per-rank blocks of k chunks (RS, AG)."""
+def _per_rank_span(f: _Fold) -> Callable[[int, int], tuple[int, int]]:
+    """Per-rank blocks (units) of block-slices lo…hi−1: slice b is blocks {2b, 2b+1} for b < rr,
+    {b + rr} otherwise (RS, AG)."""
     def first_rank(b: int) -> int:
         return 2 * b if b <= f.rr else b + f.rr
-    return lambda lo, hi: (first_rank(lo) * k, first_rank(hi) * k)
+    return lambda lo, hi: (first_rank(lo), first_rank(hi))
+
+
+def _slices(lo: int, hi: int) -> tuple[int, int]:
+    """Block-slices are the units (AR, Reduce)."""
+    return lo, hi
 
 
 def allreduce(p: int, *, options: Options = Options()) -> Program:
     check_ranks(p)
     f, k = _Fold(p), options.channels
-    n = f.B * k
-    prog = program("rhd", Coll.ALLREDUCE, p, n, options)
-    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT, j))
+    prog = program("rhd", Coll.ALLREDUCE, p, f.B * k, options)
+    data = _Data(prog, k, f.B, lambda u, c: c * f.B + u, lambda r, j: (Buffer.OUTPUT, j))
     for r in range(p):
-        data.hold(r, 0, n, Buffer.INPUT, 0)
+        data.hold(r, 0, f.B, lambda j: (Buffer.INPUT, j))
     for keep, gone in f.pairs():
-        data.reduce(gone, keep, 0, n)
-    span = lambda lo, hi: (lo * k, hi * k)  # noqa: E731 - block-slices -> chunks
-    _hd_reduce_scatter(data, f, span)
-    _hd_all_gather(data, f, span)
+        data.reduce(gone, keep, 0, f.B)
+    _hd_reduce_scatter(data, f, _slices)
+    _hd_all_gather(data, f, _slices)
     for keep, gone in f.pairs():
-        data.copy(keep, gone, 0, n)
+        data.copy(keep, gone, 0, f.B)
     return prog
 
 
 def reducescatter(p: int, *, options: Options = Options()) -> Program:
     check_ranks(p)
     f, k = _Fold(p), options.channels
-    n = p * k
-    prog = program("rhd", Coll.REDUCESCATTER, p, n, options)
-    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT, j - r * k) if r * k <= j < (r + 1) * k
-                 else (Buffer.SCRATCH, j))
+    prog = program("rhd", Coll.REDUCESCATTER, p, p * k, options)
+    data = _Data(prog, k, p, lambda u, c: u * k + c,
+                 lambda r, j: (Buffer.OUTPUT, j - r * k) if j // k == r else (Buffer.SCRATCH, j))
     for r in range(p):
-        data.hold(r, 0, n, Buffer.INPUT, 0)
-    for keep, gone in f.pairs():     # the whole input, kept in scratch: one message
-        data.reduce(gone, keep, 0, n, home=lambda r, j: (Buffer.SCRATCH, j))
-    _hd_reduce_scatter(data, f, _per_rank_span(f, k))
+        data.hold(r, 0, p, lambda j: (Buffer.INPUT, j))
+    for keep, gone in f.pairs():     # the whole input, kept in scratch: one message per channel
+        data.bulk(gone, keep, True, home=lambda r, j: (Buffer.SCRATCH, j))
+    _hd_reduce_scatter(data, f, _per_rank_span(f))
     for keep, gone in f.pairs():
-        data.copy(keep, gone, gone * k, (gone + 1) * k)
+        data.copy(keep, gone, gone, gone + 1)
     return prog
 
 
 def allgather(p: int, *, options: Options = Options()) -> Program:
     check_ranks(p)
     f, k = _Fold(p), options.channels
-    n = p * k
-    prog = program("rhd", Coll.ALLGATHER, p, n, options)
-    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT, j))
+    prog = program("rhd", Coll.ALLGATHER, p, p * k, options)
+    data = _Data(prog, k, p, lambda u, c: u * k + c, lambda r, j: (Buffer.OUTPUT, j))
     for r in range(p):
-        data.hold(r, r * k, (r + 1) * k, Buffer.INPUT, 0)
+        data.hold(r, r, r + 1, lambda j: (Buffer.INPUT, j % k))
         if f.block(r) is not None:
-            data.localize(r, r * k, (r + 1) * k)
+            data.localize(r, r, r + 1)
     for keep, gone in f.pairs():
-        data.copy(gone, keep, gone * k, (gone + 1) * k)
-    _hd_all_gather(data, f, _per_rank_span(f, k))
+        data.copy(gone, keep, gone, gone + 1)
+    _hd_all_gather(data, f, _per_rank_span(f))
     for keep, gone in f.pairs():
-        data.copy(keep, gone, 0, n)
+        data.copy(keep, gone, 0, p)
     return prog
 
 
@@ -282,17 +296,17 @@ def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program
     k = options.channels
     f = _Fold(p, odd=root < 2 * (p - (1 << (p.bit_length() - 1))) and root % 2 == 1)
     prog = program("rhd", Coll.BROADCAST, p, k, options, root=root)
-    data = _Data(prog, k, k, lambda r, j: (Buffer.OUTPUT, j))
-    data.hold(root, 0, k, Buffer.INPUT, 0)
-    data.localize(root, 0, k)
+    data = _Data(prog, k, 1, lambda u, c: c, lambda r, j: (Buffer.OUTPUT, j))
+    data.hold(root, 0, 1, lambda j: (Buffer.INPUT, j))
+    data.localize(root, 0, 1)
     rootb = f.block(root)
     for i in range(f.m):
         mask = 1 << (f.m - 1 - i)
         for b in range(f.B):
             if (b ^ rootb) & ((mask << 1) - 1) == 0:        # holds the data already
-                data.copy(f.real(b), f.real(b ^ mask), 0, k)
+                data.copy(f.real(b), f.real(b ^ mask), 0, 1)
     for keep, gone in f.pairs():
-        data.copy(keep, gone, 0, k)
+        data.copy(keep, gone, 0, 1)
     return prog
 
 
@@ -302,21 +316,21 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     k = options.channels
     rr = p - (1 << (p.bit_length() - 1))
     f = _Fold(p, odd=root < 2 * rr and root % 2 == 1)
-    n = f.B * k
-    prog = program("rhd", Coll.REDUCE, p, n, options, root=root)
-    data = _Data(prog, k, n, lambda r, j: (Buffer.OUTPUT if r == root else Buffer.SCRATCH, j))
+    prog = program("rhd", Coll.REDUCE, p, f.B * k, options, root=root)
+    data = _Data(prog, k, f.B, lambda u, c: c * f.B + u,
+                 lambda r, j: (Buffer.OUTPUT if r == root else Buffer.SCRATCH, j))
     for r in range(p):
-        data.hold(r, 0, n, Buffer.INPUT, 0)
+        data.hold(r, 0, f.B, lambda j: (Buffer.INPUT, j))
     for keep, gone in f.pairs():
-        data.reduce(gone, keep, 0, n)
-    _hd_reduce_scatter(data, f, lambda lo, hi: (lo * k, hi * k))
+        data.reduce(gone, keep, 0, f.B)
+    _hd_reduce_scatter(data, f, _slices)
     rootb = f.block(root)
     for s in range(f.m):
         mask = 1 << s
         for b in range(f.B):
             if (b ^ rootb) & (mask - 1) == 0 and (b ^ rootb) & mask:
                 lo = b & ~(mask - 1)
-                data.copy(f.real(b), f.real(b ^ mask), lo * k, (lo + mask) * k)
+                data.copy(f.real(b), f.real(b ^ mask), lo, lo + mask)
     return prog
 
 
