@@ -14,6 +14,8 @@ Every finding is a :class:`ccxml.findings.Finding`; its ``code`` is one of the t
 """
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from itertools import compress
 
 from ccxml.findings import Finding
@@ -418,10 +420,16 @@ class _Cols:
                  "types")
 
     def __init__(self, steps):
-        rows = [(x.s, x.type, x.srcbuf, x.srcoff, x.dstbuf, x.dstoff, x.cnt, x.depid, x.hasdep)
-                for x in steps]
-        (self.s, self.type, self.srcbuf, self.srcoff, self.dstbuf, self.dstoff, self.cnt,
-         self.depid, self.hasdep) = zip(*rows) if rows else ((),) * 9
+        # one list per field: no per-step allocation (small ints and strings are shared)
+        self.s = [x.s for x in steps]
+        self.type = [x.type for x in steps]
+        self.srcbuf = [x.srcbuf for x in steps]
+        self.srcoff = [x.srcoff for x in steps]
+        self.dstbuf = [x.dstbuf for x in steps]
+        self.dstoff = [x.dstoff for x in steps]
+        self.cnt = [x.cnt for x in steps]
+        self.depid = [x.depid for x in steps]
+        self.hasdep = [x.hasdep for x in steps]
         self.types = set(self.type)
 
 
@@ -542,7 +550,7 @@ def _safety_clean(g: ScheduleGPU, tb, c: _Cols) -> bool:
     """True when no per-step safety rule can fire for this TB (conservative, C-speed)."""
     if "nop" in c.types or "re" in c.types or max(c.depid) >= 0 or min(c.cnt) <= 0:
         return False
-    if list(c.s) != list(range(len(c.s))):
+    if c.s != list(range(len(c.s))):
         return False
     if (tb.send < 0 and c.types & _SENDS) or (tb.recv < 0 and c.types & _RECEIVES):
         return False
@@ -585,8 +593,21 @@ def _dep_safety(p, g, tbs, tb, i, st, add) -> None:
 def check(schedule: Schedule, profile: Profile | str) -> list[Finding]:
     """All loader findings for ``profile``: runtime verdict findings (a) first, then safety (b)."""
     cache: dict = {}
-    return (runtime_findings(schedule, profile, cache)
-            + safety_findings(schedule, profile, cache))
+    with _gc_paused():
+        return (runtime_findings(schedule, profile, cache)
+                + safety_findings(schedule, profile, cache))
+
+
+@contextmanager
+def _gc_paused():
+    """Nothing here makes reference cycles; skip cyclic GC passes over big schedules."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def rejects(finding: Finding) -> bool:
@@ -596,7 +617,8 @@ def rejects(finding: Finding) -> bool:
 
 def verdict(schedule: Schedule, profile: Profile | str) -> str:
     """``"ok"``, ``"reject: <first reason>"`` or ``"launch-fail: <reason>"`` for ``profile``."""
-    found = runtime_findings(schedule, profile)
+    with _gc_paused():
+        found = runtime_findings(schedule, profile)
     if not found:
         return "ok"
     f = found[0]
