@@ -9,7 +9,6 @@ rejects its TB length, but the parse cost is what is measured here).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
