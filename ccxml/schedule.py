@@ -50,14 +50,82 @@ class ScheduleStep:
     line: int = 0        # 1-based line in the file (0 when built in memory)
 
 
-@dataclass(slots=True)
+#: the step attributes in column order, then the line: what :meth:`ScheduleTB.columns` returns
+STEP_COLUMNS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep",
+                "line")
+
+
 class ScheduleTB:
-    id: int
-    send: int
-    recv: int
-    chan: int
-    steps: list[ScheduleStep] = field(default_factory=list)
-    line: int = 0
+    """One ``<tb>``: its attributes and its steps.
+
+    ``steps`` is a list of :class:`ScheduleStep`. The loader may instead hand over the steps as
+    columns (one sequence per attribute, see :data:`STEP_COLUMNS`), which is what the interpreter
+    and the loader checks read; the ``ScheduleStep`` objects are then built the first time
+    ``steps`` is read, and from then on the list is the truth (it may be edited in place).
+    """
+
+    __slots__ = ("id", "send", "recv", "chan", "line", "_steps", "_cols")
+
+    def __init__(self, id: int, send: int, recv: int, chan: int, steps: list | None = None,
+                 line: int = 0, columns: tuple | None = None):
+        self.id = id
+        self.send = send
+        self.recv = recv
+        self.chan = chan
+        self.line = line
+        if columns is not None and steps is None:
+            self._steps = None
+            self._cols = columns
+        else:
+            self._steps = [] if steps is None else steps
+            self._cols = None
+
+    @property
+    def steps(self) -> list[ScheduleStep]:
+        if self._steps is None:
+            self._steps = list(map(ScheduleStep, *self._cols))
+            self._cols = None
+        return self._steps
+
+    @steps.setter
+    def steps(self, value: list[ScheduleStep]) -> None:
+        self._steps = value
+        self._cols = None
+
+    @property
+    def nsteps(self) -> int:
+        """Number of ``<step>`` elements, without building step objects."""
+        return len(self._steps) if self._steps is not None else len(self._cols[0])
+
+    def columns(self) -> tuple:
+        """The steps as 11 parallel sequences (:data:`STEP_COLUMNS`); do not modify them.
+
+        Built afresh from ``steps`` when the step objects exist (they may have been edited).
+        """
+        if self._steps is None:
+            return self._cols
+        if not self._steps:
+            return ((),) * len(STEP_COLUMNS)
+        return tuple(zip(*[(x.s, x.type, x.srcbuf, x.srcoff, x.dstbuf, x.dstoff, x.cnt, x.depid,
+                            x.deps, x.hasdep, x.line) for x in self._steps]))
+
+    def __repr__(self) -> str:
+        return (f"ScheduleTB(id={self.id}, send={self.send}, recv={self.recv}, chan={self.chan}, "
+                f"steps=<{self.nsteps}>, line={self.line})")
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, ScheduleTB):
+            return NotImplemented
+        return ((self.id, self.send, self.recv, self.chan, self.line) ==
+                (other.id, other.send, other.recv, other.chan, other.line)
+                and [tuple(c) for c in self.columns()] == [tuple(c) for c in other.columns()])
+
+    __hash__ = None
+
+    def __deepcopy__(self, memo):
+        import copy
+        return ScheduleTB(self.id, self.send, self.recv, self.chan,
+                          copy.deepcopy(self.steps, memo), self.line)
 
 
 @dataclass(slots=True)
@@ -176,4 +244,4 @@ class Schedule:
 
     @property
     def nsteps(self) -> int:
-        return sum(len(tb.steps) for g in self.gpus for tb in g.tbs)
+        return sum(tb.nsteps for g in self.gpus for tb in g.tbs)

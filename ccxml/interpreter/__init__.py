@@ -23,7 +23,7 @@ import time
 
 from ccxml.collectives import Collective, CollectiveError
 from ccxml.findings import Finding
-from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, execute
+from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, replay, run
 from ccxml.interpreter.postcondition import check as check_postcondition
 from ccxml.interpreter.program import NotExecutable, lower, place
 from ccxml.interpreter.report import Report
@@ -141,7 +141,7 @@ def _verify(source, target, coll, root, inplace, counts) -> Report:
     except NotExecutable as e:
         prog = None
         findings.append(Finding("not-executable", f"{e}; the interpreter cannot run this file"))
-    stats["instructions"] = sum(len(tb.instrs) for tb in prog.tbs) if prog else 0
+    stats["instructions"] = prog.ninstr if prog else 0
     for form in forms if prog is not None else ():
         label = "in-place" if form else "out-of-place"
         prefix = f"[{label}] " if len(forms) > 1 else ""
@@ -166,18 +166,19 @@ _STATIC = {"shared-connection", "unmatched-link", "cnt-mismatch", "dep-never-pub
 def _verify_form(prog, collective, form: bool, stats: dict, label: str) -> list[Finding]:
     out = list(prog.findings)
     out.extend(place(prog, collective, form))
-    res = execute(prog, cap=prog.cap)
-    data_res = res
-    if not res.completed:
-        free = execute(prog, cap=UNBOUNDED)
+    ctl = run(prog, prog.cap)
+    data_ctl = ctl
+    if not ctl.completed:
+        free = run(prog, UNBOUNDED)
         if free.completed:
             out.extend(deadlock_findings(
-                prog, res, "deadlock-fifo", f"hangs when a link buffers only {prog.cap} calls of "
+                prog, ctl, "deadlock-fifo", f"hangs when a link buffers only {prog.cap} calls of "
                 f"{prog.max_allowed} chunk(s) (completes with unbounded links): "))
-            data_res = free
         else:
             out.extend(deadlock_findings(prog, free, "deadlock", "hangs even with unbounded links: "))
-            data_res = free
+        data_ctl = free
+    data_res = replay(prog, data_ctl)
+    data_res.leftover = data_ctl.leftover
     out.extend(data_res.findings)
     s = stats.setdefault("per_form", {}).setdefault(label, {})
     s.update(links=len(prog.links),
@@ -186,8 +187,7 @@ def _verify_form(prog, collective, form: bool, stats: dict, label: str) -> list[
     if data_res.completed:
         for k, n in data_res.leftover:
             ln = prog.links[k]
-            t = (ln.receivers or ln.senders)[0]
-            tb = prog.tbs[t]
+            tb = prog.tbs[(ln.receivers or ln.senders)[0]]
             out.append(Finding("leftover-message", f"{n} message(s) left on link {ln.name()} at the end: "
                                "sent but never received", gpu=tb.gpu, tb=tb.id))
         if collective is not None:

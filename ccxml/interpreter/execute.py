@@ -9,9 +9,18 @@ Semantics (msccl-runtime.md §4, §8, §9):
   ``calls = ceil(c / maxAllowedCount)`` calls (none for c = 0). In the bounded model a sender
   blocks while the link holds ``cap`` pending calls (2 Simple, 8 LL/LL128); ``rcs``/``rrs``/
   ``rrcs`` receive and forward call by call;
-* values are symbolic: a chunk holds an int bitmask of input contributions (rank, input chunk); a
-  reduction of two values sharing a contribution is a double count. ``None`` is memory nobody
-  wrote; once read it travels as the ``UNINIT`` bit so that it is reported once, where it is read.
+* values are symbolic: a chunk holds the set of input contributions (rank, input chunk) it is the
+  reduction of (see :class:`Values`); a reduction of two values sharing a contribution is a double
+  count. ``None`` is memory nobody wrote; once read it travels as the ``UNINIT`` flag so that it
+  is reported once, where it is read.
+
+Execution has two phases. :func:`run` plays the control flow only (program order, dependency
+flags, link FIFOs with or without the bound) and records the order in which instructions take
+their data action (a send's first call, a receive's first call, a local step) and which send
+each receive got its message from; it decides completion and what blocked TBs wait for. That
+order respects every data dependency, so :func:`replay` then evaluates the symbolic data for a
+call form by walking it, with no scheduling left. The control run does not depend on the call
+form, so one run serves both forms.
 
 Data races are found exactly. The happens-before relation is program order, dependency edges (from
 the *first* publication that releases the waiter) and send→receive edges. Each TB carries a clock:
@@ -27,28 +36,14 @@ the end of a correct iteration), so one iteration also decides deadlock.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
 from ccxml.findings import Finding
-from ccxml.interpreter.program import (BUFFER_NAMES, K_CPY, K_RCS, K_RE, K_RECV, K_RRC, K_RRCS, K_RRS,
-                                       K_SEND, KIND_NAME, RECEIVES, SENDS, Program)
+from ccxml.interpreter.program import (BUFFER_NAMES, IS_RECV, IS_SEND, K_CPY, K_RCS, K_RE, K_RECV,
+                                       K_RRC, K_RRCS, K_RRS, K_SEND, KIND_NAME, Program, dep_sources)
 
 UNBOUNDED = 1 << 62
-
-
-@dataclass
-class ExecResult:
-    completed: bool
-    cap: int
-    memory: list                 # physical buffers (lists of values)
-    findings: list = field(default_factory=list)
-    blocked: dict = field(default_factory=dict)     # global tb -> (reason, ...)
-    pcs: list = field(default_factory=list)
-    leftover: list = field(default_factory=list)    # (link index, messages)
-    flag_bits: tuple = (0, 0)                        # (UNINIT, DUP)
-    races: int = 0
 
 
 class _Reporter:
@@ -66,232 +61,197 @@ class _Reporter:
             self.findings.append(f)
 
 
-def describe_bits(mask: int, prog: Program, limit: int = 8) -> str:
-    """Human list of the contributions in ``mask``: ``(rank 0, chunk 3), ...``."""
-    starts = sorted((b, r) for r, b in prog.input_bits.items())
-    keys = [b for b, _ in starts]
-    out = []
-    total = 0
-    m = mask
-    while m:
-        low = m & -m
-        k = low.bit_length() - 1
-        m ^= low
-        total += 1
-        if len(out) < limit:
-            i = bisect_right(keys, k) - 1
-            if i < 0:
-                out.append(f"?{k}")
-            else:
-                b, r = starts[i]
-                out.append(f"({r},{k - b})")
-    if total > limit:
-        out.append(f"... {total} in all")
-    return "{" + ", ".join(out) + "}" if out else "{}"
+class Values:
+    """Encoding of symbolic chunk values as Python ints (cheap to copy, compare and combine).
+
+    A value is a set of contributions (gpu position p, input chunk index j) plus two flags,
+    ``UNINIT`` (unwritten memory was read) and ``DUP`` (a contribution was reduced twice).
+    With G GPUs in the file:
+
+    * *simple* form, when every contribution has the same index j (what every correct schedule
+      produces): ``j << (G + 2) | flags << G | rank mask`` — a non-negative int; reducing two
+      simple values with the same j is a bitwise OR and a double count is a non-zero AND of the
+      rank masks;
+    * *mixed* form otherwise: ``-(1 + (flags | Σ 1 << (2 + j·G + p)))`` — negative.
+
+    The form is canonical (mixed only with two or more indices; no contribution means index 0),
+    so two values are equal iff their ints are.
+    """
+
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.G = G = max(len(prog.gpu_ids), 1)
+        self.RM = (1 << G) - 1
+        self.UNINIT = 1 << G
+        self.DUP = 1 << (G + 1)
+        self.FLAGS = self.UNINIT | self.DUP
+        self.SH = G + 2
+        self.LIM = 1 << self.SH
+
+    def simple(self, j: int, mask: int) -> int:
+        return (j << self.SH) | mask if mask else 0
+
+    def decode(self, v: int) -> tuple[int, dict]:
+        """(flags as 0..3, {index: rank mask})."""
+        if v >= 0:
+            m = v & self.RM
+            return (v >> self.G) & 3, ({v >> self.SH: m} if m else {})
+        x = -v - 1
+        flags = x & 3
+        x >>= 2
+        G, out = self.G, {}
+        while x:
+            low = x & -x
+            k = low.bit_length() - 1
+            x ^= low
+            j, p = divmod(k, G)
+            out[j] = out.get(j, 0) | (1 << p)
+        return flags, out
+
+    def encode(self, flags: int, d: dict) -> int:
+        d = {j: m for j, m in d.items() if m}
+        if len(d) <= 1:
+            j, m = next(iter(d.items())) if d else (0, 0)
+            return (j << self.SH) | (flags << self.G) | m
+        x = 0
+        G = self.G
+        for j, m in d.items():
+            while m:
+                low = m & -m
+                x |= 1 << (j * G + low.bit_length() - 1)
+                m ^= low
+        return -(1 + (flags | (x << 2)))
+
+    def pairs(self, v: int) -> list[tuple[int, int]]:
+        """Contributions of ``v`` as sorted (gpu position, chunk) pairs."""
+        _, d = self.decode(v)
+        out = []
+        for j, m in d.items():
+            while m:
+                low = m & -m
+                out.append((low.bit_length() - 1, j))
+                m ^= low
+        out.sort()
+        return out
+
+    def combine(self, x: int, y: int) -> tuple[int, list]:
+        """(x ⊕ y without the DUP marking, contributions present in both)."""
+        fx, dx = self.decode(x)
+        fy, dy = self.decode(y)
+        both = []
+        for j, m in dy.items():
+            c = dx.get(j, 0) & m
+            while c:
+                low = c & -c
+                both.append((low.bit_length() - 1, j))
+                c ^= low
+            dx[j] = dx.get(j, 0) | m
+        both.sort()
+        return self.encode(fx | fy, dx), both
+
+    def describe_pairs(self, pairs: list, limit: int = 8) -> str:
+        ids = self.prog.gpu_ids
+        out = [f"({ids[p]},{j})" for p, j in pairs[:limit]]
+        if len(pairs) > limit:
+            out.append(f"... {len(pairs)} in all")
+        return "{" + ", ".join(out) + "}" if out else "{}"
+
+    def describe(self, v: int, limit: int = 8) -> str:
+        """Human list of the contributions in ``v``: ``{(rank 0, chunk 3), ...}``."""
+        return self.describe_pairs(self.pairs(v), limit)
 
 
-def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResult:
-    """Run one slice iteration of ``prog`` with links holding ``cap`` calls.
+@dataclass
+class Control:
+    """The outcome of a control run (independent of the call form)."""
+    completed: bool
+    cap: int
+    order: list                  # instruction ids in the order they take their data action
+    src_of: list                 # receive instruction -> the send instruction it got its message from
+    blocked: dict                # global tb -> ("dep", x, k) | ("recv", link) | ("send", link)
+    pcs: list                    # global tb -> global id of its next instruction
+    leftover: list               # (link index, messages) at the end, when completed
+
+
+@dataclass
+class ExecResult:
+    completed: bool
+    cap: int
+    memory: list                 # flat symbolic memory (Program.buffers[k] starts at loc_base)
+    values: Values | None = None
+    findings: list = field(default_factory=list)
+    blocked: dict = field(default_factory=dict)     # global tb -> (reason, ...)
+    pcs: list = field(default_factory=list)
+    leftover: list = field(default_factory=list)    # (link index, messages)
+    flag_bits: tuple = (0, 0)                        # (UNINIT, DUP)
+    races: int = 0
+    counts: dict = field(default_factory=dict)
+
+
+def run(prog: Program, cap: int = UNBOUNDED) -> Control:
+    """Play the control flow with links holding ``cap`` calls (memoised per Program and cap).
 
     Guarantees: ``completed`` is True iff every TB ran every instruction; otherwise ``blocked``
-    says what each unfinished TB waits for. With ``data``, ``memory`` holds the final symbolic
-    contents, and findings report races, double counts and uninitialised reads (with locations).
+    says what each unfinished TB waits for. ``order`` lists each started instruction once, after
+    its TB predecessors, the send it receives from and the instructions releasing its
+    dependencies.
     """
+    memo = prog.control.get(cap)
+    if memo is not None:
+        return memo
     tbs = prog.tbs
     ntb = len(tbs)
-    links = prog.links
-    nlinks = len(links)
-    rep = _Reporter()
-
-    # ---- symbolic memory ----------------------------------------------------------------
-    total_bits = 0
-    memory: list[list] = []
-    for b in prog.buffers:
-        memory.append([None] * b.size)
-    if prog.collective is not None:
-        coll = prog.collective
-        for r, first in prog.input_bits.items():
-            total_bits = max(total_bits, first + (coll.input_chunks(r) if 0 <= r < coll.ngpus else 0))
-    else:
-        for r, first in prog.input_bits.items():
-            total_bits = max(total_bits, first + prog.layout[r]["_sizes"]["i"])
-    UNINIT = 1 << total_bits
-    DUP = 1 << (total_bits + 1)
-    FLAGS = UNINIT | DUP
-    if data:
-        for r, first in prog.input_bits.items():
-            k, base = prog.layout[r]["i"]
-            n_in = prog.layout[r]["_sizes"]["i"]
-            mem = memory[k]
-            for j in range(n_in):
-                if base + j < len(mem):
-                    mem[base + j] = 1 << (first + j)
-
-    # ---- state -------------------------------------------------------------------------
-    pc = [0] * ntb
+    nlinks = len(prog.links)
+    K, CALLS, PUB, DEPS = prog.kind, prog.calls, prog.pub, prog.deps
+    src_of = [-1] * len(K)
+    order: list[int] = []
+    record = order.append
+    pc = [tb.start for tb in tbs]
+    ends = [tb.end for tb in tbs]
     cdone = [-1] * ntb           # calls done of the current instruction, -1: deps not yet met
     pub = [-1] * ntb
-    tracking = prog.ntracked > 0
-    clock = [0] * ntb
-    pubhist_v = [[] for _ in range(ntb)] if tracking else None
-    pubhist_c = [[] for _ in range(ntb)] if tracking else None
     dep_waiters: list[list[int]] = [[] for _ in range(ntb)]
     lq = [deque() for _ in range(nlinks)]
     lpend = [0] * nlinks
     lrw = [-1] * nlinks          # tb blocked receiving on the link
     lsw = [-1] * nlinks          # tb blocked sending on the link
     why: dict[int, tuple] = {}
-    # race histories: location -> (tb, instr) of last write; location -> {tb: instr} reads since
-    lastw: dict[int, tuple] = {}
-    reads: dict[int, dict] = {}
-    reported_pairs: set = set()
-
     in_ready = [True] * ntb
     ready = list(range(ntb - 1, -1, -1))
-    tb_instrs = [tb.instrs for tb in tbs]
     out_link = [tb.out_link for tb in tbs]
     in_link = [tb.in_link for tb in tbs]
+    is_recv, is_send = IS_RECV, IS_SEND
 
-    def loc_name(l: int) -> str:
-        bufs = prog.buffers
-        lo, hi = 0, len(bufs) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if bufs[mid].loc_base <= l:
-                lo = mid
-            else:
-                hi = mid - 1
-        b = bufs[lo]
-        return f"{b.name}[{l - b.loc_base}]"
-
-    def race(l: int, t1: int, i1, t2: int, i2, w1: bool, w2: bool) -> None:
-        key = (id(i1), id(i2))
-        if key in reported_pairs:
-            return
-        reported_pairs.add(key)
-        a, b = tbs[t1], tbs[t2]
-        rep.add(Finding(
-            "race", f"gpu {b.gpu}: tb {a.id} step {i1.s} ({KIND_NAME[i1.kind]}, "
-            f"{'writes' if w1 else 'reads'} {loc_name(l)}) and tb {b.id} step {i2.s} "
-            f"({KIND_NAME[i2.kind]}, {'writes' if w2 else 'reads'} it) are not ordered by "
-            "program order, dependencies or messages", gpu=b.gpu, tb=b.id, step=i2.s,
-            line=i2.line or None))
-
-    def check_access(t: int, ins, clk: int) -> None:
-        for l, w in ins.tracked:
-            lw = lastw.get(l)
-            if lw is not None and lw[0] != t and not (clk & lw[1].bit):
-                race(l, lw[0], lw[1], t, ins, True, w)
-            if w:
-                rd = reads.get(l)
-                if rd:
-                    for t2, i2 in rd.items():
-                        if t2 != t and not (clk & i2.bit):
-                            race(l, t2, i2, t, ins, False, True)
-                    rd.clear()
-                lastw[l] = (t, ins)
-            else:
-                rd = reads.get(l)
-                if rd is None:
-                    reads[l] = {t: ins}
-                else:
-                    rd[t] = ins
-
-    def where_read(t: int, ins, buf: str, start: int, vals: list) -> None:
-        tb = tbs[t]
-        j = vals.index(None)
-        off = (ins.srcoffs[0] if buf == ins.srcbuf else ins.dstoff)
-        rep.add(Finding("uninitialised-read", f"{KIND_NAME[ins.kind]} reads {BUFFER_NAMES[buf]} chunk "
-                        f"{off + j}, which nothing wrote before", gpu=tb.gpu, tb=tb.id, step=ins.s,
-                        line=ins.line or None))
-
-    def read_src(t: int, ins, which: int) -> list:
-        cnt = ins.cnt
-        if ins.src_phys < 0:
-            return [UNINIT] * cnt
-        a = ins.src_starts[which]
-        vals = memory[ins.src_phys][a:a + cnt]
-        if None in vals:
-            where_read(t, ins, ins.srcbuf, a, vals)
-            vals = [UNINIT if v is None else v for v in vals]
-        return vals
-
-    def write_dst(ins, vals: list) -> None:
-        if ins.dst_phys >= 0:
-            a = ins.dst_start
-            n = min(len(vals), ins.cnt)
-            memory[ins.dst_phys][a:a + n] = vals[:n] if n != len(vals) else vals
-
-    def reduce(t: int, ins, a: list, b: list) -> list:
-        res = list(map(int.__or__, a, b))
-        if any(map(int.__and__, a, b)):
-            for j, (x, y) in enumerate(zip(a, b)):
-                both = x & y & ~FLAGS
-                if both:
-                    tb = tbs[t]
-                    rep.add(Finding(
-                        "double-count", f"{KIND_NAME[ins.kind]} reduces chunk {j} of the step "
-                        f"(dst {BUFFER_NAMES[ins.dstbuf]}[{ins.dstoff + j}]) with contributions "
-                        f"{describe_bits(both, prog)} on both sides", gpu=tb.gpu, tb=tb.id, step=ins.s,
-                        line=ins.line or None))
-                    res[j] |= DUP
-        return res
-
-    # ---- scheduler ---------------------------------------------------------------------
     while ready:
         t = ready.pop()
         in_ready[t] = False
-        instrs = tb_instrs[t]
-        n = len(instrs)
-        i = pc[t]
+        g = pc[t]
+        end = ends[t]
         cd = cdone[t]
         lo = out_link[t]
         li = in_link[t]
-        clk = clock[t]
         blocked = None
-        while i < n:
-            ins = instrs[i]
+        while g < end:
             if cd < 0:
-                for x, k in ins.deps:
-                    if x < 0 or pub[x] < k:
-                        blocked = ("dep", x, k)
-                        if x >= 0:
-                            dep_waiters[x].append(t)
+                dl = DEPS[g]
+                if dl is not None:
+                    for x, k in dl:
+                        if x < 0 or pub[x] < k:
+                            blocked = ("dep", x, k)
+                            if x >= 0:
+                                dep_waiters[x].append(t)
+                            break
+                    if blocked is not None:
                         break
-                if blocked is not None:
-                    break
-                if tracking and ins.deps:
-                    for x, k in ins.deps:
-                        hv = pubhist_v[x]
-                        j = bisect_right(hv, k - 1)
-                        clk |= pubhist_c[x][j]
                 cd = 0
-            kind = ins.kind
-            calls = ins.calls
-            if kind == K_CPY or kind == K_RE or calls == 0:
+            calls = CALLS[g]
+            if calls == 0:
                 # local step (or a link step with cnt=0: no primitive call, nothing moves)
-                if tracking and ins.tracked:
-                    check_access(t, ins, clk)
-                    clk |= ins.bit
-                if data and ins.cnt > 0:
-                    if kind == K_CPY:
-                        write_dst(ins, read_src(t, ins, 0))
-                    elif kind == K_RE:
-                        if ins.dst_phys >= 0:
-                            a = ins.dst_start
-                            acc = memory[ins.dst_phys][a:a + ins.cnt]
-                            if None in acc:
-                                where_read(t, ins, ins.dstbuf, a, acc)
-                                acc = [UNINIT if v is None else v for v in acc]
-                        else:
-                            acc = [UNINIT] * ins.cnt
-                        srcs = [read_src(t, ins, w) for w in range(len(ins.srcoffs))]
-                        for vals in srcs:
-                            acc = reduce(t, ins, acc, vals)
-                        write_dst(ins, acc)
+                record(g)
             else:
-                recvs = kind in RECEIVES
-                sends = kind in SENDS
+                kd = K[g]
+                recvs = is_recv[kd]
+                sends = is_send[kd]
                 while cd < calls:
                     if recvs and (lpend[li] <= 0 or (cd == 0 and not lq[li])):
                         blocked = ("recv", li)
@@ -302,35 +262,11 @@ def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResul
                         lsw[lo] = t
                         break
                     if cd == 0:
-                        msg = None
                         if recvs:
-                            msg = lq[li].popleft()
-                            if tracking:
-                                clk |= msg[1]
-                        if tracking and ins.tracked:
-                            check_access(t, ins, clk)
-                            clk |= ins.bit
-                        if data:
-                            if kind == K_SEND:
-                                out = read_src(t, ins, 0)
-                            elif kind == K_RECV:
-                                write_dst(ins, msg[0])
-                            elif kind == K_RCS:
-                                out = msg[0]
-                                write_dst(ins, out)
-                            else:
-                                got = msg[0]
-                                mine = read_src(t, ins, 0)
-                                if len(got) != len(mine):
-                                    m = min(len(got), len(mine))
-                                    got, mine = got[:m], mine[:m]
-                                out = reduce(t, ins, got, mine)
-                                if kind != K_RRS:
-                                    write_dst(ins, out)
-                        else:
-                            out = None
+                            src_of[g] = lq[li].popleft()
+                        record(g)
                         if sends:
-                            lq[lo].append((out, clk))
+                            lq[lo].append(g)
                     if recvs:
                         lpend[li] -= 1
                         w = lsw[li]
@@ -351,12 +287,9 @@ def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResul
                 if blocked is not None:
                     break
             # instruction complete
-            p = ins.pub
-            if p >= 0 and p > pub[t]:
+            p = PUB[g]
+            if p > pub[t]:
                 pub[t] = p
-                if tracking:
-                    pubhist_v[t].append(p)
-                    pubhist_c[t].append(clk)
                 ws = dep_waiters[t]
                 if ws:
                     for w in ws:
@@ -364,30 +297,298 @@ def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResul
                             in_ready[w] = True
                             ready.append(w)
                     ws.clear()
-            i += 1
+            g += 1
             cd = -1
-        pc[t] = i
+        pc[t] = g
         cdone[t] = cd
-        clock[t] = clk
         if blocked is not None:
             why[t] = blocked
         else:
             why.pop(t, None)
 
-    completed = all(pc[t] == len(tb_instrs[t]) for t in range(ntb))
-    res = ExecResult(completed=completed, cap=cap, memory=memory, blocked=why if not completed else {},
-                     pcs=pc, flag_bits=(UNINIT, DUP))
-    if completed:
-        for k in range(nlinks):
-            if lq[k]:
-                res.leftover.append((k, len(lq[k])))
+    completed = all(pc[t] == ends[t] for t in range(ntb))
+    leftover = [(k, len(lq[k])) for k in range(nlinks) if lq[k]] if completed else []
+    res = Control(completed=completed, cap=cap, order=order, src_of=src_of,
+                  blocked=why if not completed else {}, pcs=pc, leftover=leftover)
+    prog.control[cap] = res
+    return res
+
+
+def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResult:
+    """Run one slice iteration of ``prog`` (as placed) with links holding ``cap`` calls.
+
+    Guarantees: ``completed`` is True iff every TB ran every instruction; otherwise ``blocked``
+    says what each unfinished TB waits for. With ``data``, ``memory`` holds the final symbolic
+    contents, and findings report races, double counts and uninitialised reads (with locations).
+    """
+    ctl = run(prog, cap)
+    if data:
+        res = replay(prog, ctl)
+    else:
+        res = ExecResult(completed=ctl.completed, cap=cap, memory=[])
+    res.blocked, res.pcs, res.leftover = ctl.blocked, ctl.pcs, ctl.leftover
+    return res
+
+
+def replay(prog: Program, ctl: Control) -> ExecResult:
+    """Evaluate the symbolic data of the placed call form along ``ctl.order``."""
+    tbs = prog.tbs
+    rep = _Reporter()
+    V = Values(prog)
+    UNINIT, DUP, FLAGS, RM, SH, LIM = V.UNINIT, V.DUP, V.FLAGS, V.RM, V.SH, V.LIM
+
+    # ---- symbolic memory: inputs hold their own contribution ------------------------------
+    mem: list = [None] * prog.nloc
+    pos = prog.gpu_pos
+    for r, lay in prog.layout.items():
+        k, base = lay["i"]
+        b = prog.buffers[k]
+        n_in = min(lay["_sizes"]["i"], b.size - base)
+        if n_in > 0:
+            a = b.loc_base + base
+            bitr = 1 << pos[r]
+            mem[a:a + n_in] = [(j << SH) | bitr for j in range(n_in)]
+
+    K, DK, CN, SRC, DST = prog.kind, prog.dkind, prog.cnt, prog.src_loc, prog.dst_loc
+    src_of = ctl.src_of
+    fused = prog.fused
+    msgv: dict[int, list] = {}
+
+    tracking = prog.ntracked > 0
+    if tracking:
+        TR, BIT, TBOF = prog.tracked, prog.bit, prog.tb_of
+        dsrc = dep_sources(prog)
+        clock = [0] * len(tbs)
+        msgclk: dict[int, int] = {}
+        pubclk: dict[int, int] = {}
+        need_pub = {x for srcs in dsrc.values() for x in srcs if x >= 0}
+        lastw: dict[int, tuple] = {}
+        reads: dict[int, dict] = {}
+        reported_pairs: set = set()
+
+    def loc_name(l: int) -> str:
+        bufs = prog.buffers
+        lo, hi = 0, len(bufs) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if bufs[mid].loc_base <= l:
+                lo = mid
+            else:
+                hi = mid - 1
+        b = bufs[lo]
+        return f"{b.name}[{l - b.loc_base}]"
+
+    def race(l: int, t1: int, g1: int, t2: int, g2: int, w1: bool, w2: bool) -> None:
+        key = (g1, g2)
+        if key in reported_pairs:
+            return
+        reported_pairs.add(key)
+        a, b = tbs[t1], tbs[t2]
+        rep.add(Finding(
+            "race", f"gpu {b.gpu}: tb {a.id} step {prog.s[g1]} ({KIND_NAME[K[g1]]}, "
+            f"{'writes' if w1 else 'reads'} {loc_name(l)}) and tb {b.id} step {prog.s[g2]} "
+            f"({KIND_NAME[K[g2]]}, {'writes' if w2 else 'reads'} it) are not ordered by "
+            "program order, dependencies or messages", gpu=b.gpu, tb=b.id, step=prog.s[g2],
+            line=prog.line[g2] or None))
+
+    def check_access(t: int, g: int, clk: int) -> None:
+        for l, w in TR[g]:
+            lw = lastw.get(l)
+            if lw is not None and lw[0] != t and not (clk & BIT[lw[1]]):
+                race(l, lw[0], lw[1], t, g, True, w)
+            if w:
+                rd = reads.get(l)
+                if rd:
+                    for t2, g2 in rd.items():
+                        if t2 != t and not (clk & BIT[g2]):
+                            race(l, t2, g2, t, g, False, True)
+                    rd.clear()
+                lastw[l] = (t, g)
+            else:
+                rd = reads.get(l)
+                if rd is None:
+                    reads[l] = {t: g}
+                else:
+                    rd[t] = g
+
+    def uninit(g: int, buf: str, vals: list) -> list:
+        tb = tbs[prog.tb_of[g]]
+        j = vals.index(None)
+        off = prog.srcoff[g] if buf == prog.srcbuf[g] else prog.dstoff[g]
+        rep.add(Finding("uninitialised-read", f"{KIND_NAME[K[g]]} reads {BUFFER_NAMES[buf]} chunk "
+                        f"{off + j}, which nothing wrote before", gpu=tb.gpu, tb=tb.id, step=prog.s[g],
+                        line=prog.line[g] or None))
+        return [UNINIT if v is None else v for v in vals]
+
+    def read_src(g: int, a: int) -> list:
+        n = CN[g]
+        if a < 0:
+            return [UNINIT] * n
+        vals = mem[a:a + n]
+        if None in vals:
+            vals = uninit(g, prog.srcbuf[g], vals)
+        return vals
+
+    def reduce(g: int, a: list, b: list) -> list:
+        """Elementwise a ⊕ b, reporting double counts."""
+        if len(a) == 1:
+            x, y = a[0], b[0]
+            if x >= 0 and not ((x ^ y) >> SH):
+                if x & y & RM:
+                    return [_dup(g, 0, x, y)]
+                return [x | y]
+            return [_slow(g, 0, x, y)]
+        xs = list(map(int.__xor__, a, b))
+        if min(a) >= 0 and min(xs) >= 0 and max(xs) < LIM:
+            if any(map(RM.__and__, map(int.__and__, a, b))):
+                return [_dup(g, j, x, y) if x & y & RM else x | y for j, (x, y) in enumerate(zip(a, b))]
+            return list(map(int.__or__, a, b))
+        return [_slow(g, j, x, y) for j, (x, y) in enumerate(zip(a, b))]
+
+    def _slow(g: int, j: int, x: int, y: int) -> int:
+        if x >= 0 and not ((x ^ y) >> SH):
+            return _dup(g, j, x, y) if x & y & RM else x | y
+        v, both = V.combine(x, y)
+        if both:
+            _report_dup(g, j, both)
+            v = V.combine(v, DUP)[0]
+        return v
+
+    def _dup(g: int, j: int, x: int, y: int) -> int:
+        c = x & y & RM
+        idx = x >> SH
+        both = []
+        while c:
+            low = c & -c
+            both.append((low.bit_length() - 1, idx))
+            c ^= low
+        _report_dup(g, j, both)
+        return x | y | DUP
+
+    def _report_dup(g: int, j: int, both: list) -> None:
+        tb = tbs[prog.tb_of[g]]
+        rep.add(Finding(
+            "double-count", f"{KIND_NAME[K[g]]} reduces chunk {j} of the step "
+            f"(dst {BUFFER_NAMES[prog.dstbuf[g]]}[{prog.dstoff[g] + j}]) with contributions "
+            f"{V.describe_pairs(both)} on both sides", gpu=tb.gpu, tb=tb.id, step=prog.s[g],
+            line=prog.line[g] or None))
+
+    def write(g: int, vals: list) -> None:
+        d = DST[g]
+        if d >= 0:
+            n = CN[g]
+            m = len(vals)
+            if m == n:
+                mem[d:d + n] = vals
+            elif m < n:
+                mem[d:d + m] = vals
+            else:
+                mem[d:d + n] = vals[:n]
+
+    for g in ctl.order:
+        kd = DK[g]
+        if tracking:
+            t = TBOF[g]
+            clk = clock[t]
+            ds = dsrc.get(g)
+            if ds is not None:
+                for x in ds:
+                    if x >= 0:
+                        clk |= pubclk[x]
+            if src_of[g] >= 0:
+                clk |= msgclk[src_of[g]]
+            if g in TR:
+                check_access(t, g, clk)
+                clk |= BIT[g]
+            if IS_SEND[K[g]]:
+                msgclk[g] = clk
+            if g in need_pub:
+                pubclk[g] = clk
+            clock[t] = clk
+        if kd == K_SEND:
+            a = SRC[g]
+            if a >= 0:
+                n = CN[g]
+                v = mem[a:a + n]
+                if None in v:
+                    v = uninit(g, prog.srcbuf[g], v)
+            else:
+                v = [UNINIT] * CN[g]
+            msgv[g] = v
+        elif kd == K_RECV:
+            v = msgv.pop(src_of[g])
+            d = DST[g]
+            if d >= 0:
+                n = CN[g]
+                if len(v) == n:
+                    mem[d:d + n] = v
+                else:
+                    write(g, v)
+        elif kd == K_RCS:
+            v = msgv.pop(src_of[g])
+            write(g, v)
+            msgv[g] = v
+        elif kd == K_RRCS or kd == K_RRS or kd == K_RRC:
+            got = msgv.pop(src_of[g])
+            a = SRC[g]
+            n = CN[g]
+            if a >= 0:
+                mine = mem[a:a + n]
+                if None in mine:
+                    mine = uninit(g, prog.srcbuf[g], mine)
+            else:
+                mine = [UNINIT] * n
+            if len(got) != n:
+                m = min(len(got), n)
+                got, mine = got[:m], mine[:m]
+            if n == 1:
+                x, y = got[0], mine[0]
+                if x >= 0 and not ((x ^ y) >> SH) and not (x & y & RM):
+                    out = [x | y]
+                else:
+                    out = [_slow(g, 0, x, y)]
+            else:
+                out = reduce(g, got, mine)
+            if kd != K_RRS:
+                d = DST[g]
+                if d >= 0:
+                    if len(out) == n:
+                        mem[d:d + n] = out
+                    else:
+                        write(g, out)
+            if kd != K_RRC:
+                msgv[g] = out
+        elif kd == K_CPY:
+            write(g, read_src(g, SRC[g]))
+        elif kd == K_RE:
+            n = CN[g]
+            d = DST[g]
+            if d >= 0:
+                acc = mem[d:d + n]
+                if None in acc:
+                    acc = uninit(g, prog.dstbuf[g], acc)
+            else:
+                acc = [UNINIT] * n
+            a = SRC[g]
+            offs = fused.get(g)
+            if offs is None:
+                srcs = [read_src(g, a)]
+            else:
+                srcs = [read_src(g, a + o - offs[0] if a >= 0 else -1) for o in offs]
+            for vals in srcs:
+                acc = reduce(g, acc, vals)
+            write(g, acc)
+        # K_NONE: nothing moves
+
+    res = ExecResult(completed=ctl.completed, cap=ctl.cap, memory=mem, values=V,
+                     flag_bits=(UNINIT, DUP))
     res.findings = rep.findings
     res.races = rep.counts.get("race", 0)
     res.counts = rep.counts
     return res
 
 
-def deadlock_findings(prog: Program, res: ExecResult, code: str, note: str) -> list[Finding]:
+def deadlock_findings(prog: Program, res, code: str, note: str) -> list[Finding]:
     """Describe why ``res`` did not complete: a cycle of waits, or a wait on a finished TB.
 
     Each unfinished TB waits for one thing: a dependency (TB x publishing >= k), a message on its
@@ -396,26 +597,26 @@ def deadlock_findings(prog: Program, res: ExecResult, code: str, note: str) -> l
     finished or does not exist.
     """
     tbs = prog.tbs
+    S, K = prog.s, prog.kind
 
     def succ(t: int):
         r = res.blocked.get(t)
         if r is None:
             return None, "is not blocked"
+        g = res.pcs[t]
         if r[0] == "dep":
             x, k = r[1], r[2]
-            ins = tbs[t].instrs[res.pcs[t]]
             if x < 0:
-                return None, f"step {ins.s} waits for a dependency on a TB that does not exist"
-            return x, f"step {ins.s} ({KIND_NAME[ins.kind]}) waits for tb {tbs[x].id} to publish step {k}"
+                return None, f"step {S[g]} waits for a dependency on a TB that does not exist"
+            return x, f"step {S[g]} ({KIND_NAME[K[g]]}) waits for tb {tbs[x].id} to publish step {k}"
         ln = prog.links[r[1]]
-        ins = tbs[t].instrs[res.pcs[t]]
         if r[0] == "recv":
             others = ln.senders
             return (others[0] if others else None), (
-                f"step {ins.s} ({KIND_NAME[ins.kind]}) waits for a message on link {ln.name()}")
+                f"step {S[g]} ({KIND_NAME[K[g]]}) waits for a message on link {ln.name()}")
         others = ln.receivers
         return (others[0] if others else None), (
-            f"step {ins.s} ({KIND_NAME[ins.kind]}) waits for room on link {ln.name()} "
+            f"step {S[g]} ({KIND_NAME[K[g]]}) waits for room on link {ln.name()} "
             f"(full at {res.cap} calls)")
 
     out: list[Finding] = []
@@ -438,13 +639,14 @@ def deadlock_findings(prog: Program, res: ExecResult, code: str, note: str) -> l
             first = cyc[0][0]
             out.append(Finding(code, f"{note}cycle of {len(cyc)} TBs: {desc} -> back to gpu "
                                f"{tbs[first].gpu} tb {tbs[first].id}", gpu=tbs[first].gpu,
-                               tb=tbs[first].id, step=tbs[first].instrs[res.pcs[first]].s))
+                               tb=tbs[first].id, step=S[res.pcs[first]]))
         elif t is None or t not in res.blocked:
             if t is None:
                 end = "and nothing can ever provide it"
             else:
                 end = f"but gpu {tbs[t].gpu} tb {tbs[t].id} has finished without providing it"
             desc = " -> ".join(f"gpu {tbs[x].gpu} tb {tbs[x].id} {y}" for x, y in path)
-            out.append(Finding(code, f"{note}{desc}, {end}", gpu=tbs[path[0][0]].gpu,
-                               tb=tbs[path[0][0]].id, step=tbs[path[0][0]].instrs[res.pcs[path[0][0]]].s))
+            t0_ = path[0][0]
+            out.append(Finding(code, f"{note}{desc}, {end}", gpu=tbs[t0_].gpu,
+                               tb=tbs[t0_].id, step=S[res.pcs[t0_]]))
     return out

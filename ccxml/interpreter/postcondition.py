@@ -9,12 +9,42 @@ finding naming the rank, buffer, chunk, and the contributions expected and found
 * ``wrong-contribution`` — the chunk holds contributions it must not hold (wrong offset, wrong
   peer, uninitialised data);
 * ``missing-contribution`` — a strict subset of the expected contributions arrived.
+
+For the collectives whose definition is one index per output chunk, contributed by all ranks or
+by one (every :class:`~ccxml.wire.Coll` but alltoallv), the expected values of a rank's output
+are built as one list and compared with the memory in one go; the per-chunk walk over
+``Collective.expected()`` (same order, same findings) runs only where they differ.
 """
 from __future__ import annotations
 
 from ccxml.findings import Finding
-from ccxml.interpreter.execute import ExecResult, _Reporter, describe_bits
+from ccxml.interpreter.execute import ExecResult, _Reporter
 from ccxml.interpreter.program import Program
+from ccxml.wire import Coll
+
+
+def _rank_rows(coll, value_of):
+    """(rank, [expected value per output chunk 0..n-1]) in ``Collective.expected()`` order, or
+    None when the collective has no such row form (then the generic walk is used)."""
+    p, c, kind = coll.ngpus, coll.nchunksperloop, coll.coll
+    b = coll.per_rank
+    every = tuple(range(p))
+    if kind in (Coll.ALLREDUCE, Coll.REDUCE):
+        row = [value_of(j, every) for j in range(c)]
+        return [(r, row) for r in (every if kind is Coll.ALLREDUCE else (coll.root,))]
+    if kind is Coll.BROADCAST:
+        row = [value_of(j, (coll.root,)) for j in range(c)]
+        return [(r, row) for r in every]
+    if kind in (Coll.ALLGATHER, Coll.GATHER):
+        row = [value_of(j, (q,)) for q in every for j in range(b)]
+        return [(r, row) for r in (every if kind is Coll.ALLGATHER else (coll.root,))]
+    if kind is Coll.REDUCESCATTER:
+        return [(r, [value_of(r * b + j, every) for j in range(b)]) for r in every]
+    if kind is Coll.SCATTER:
+        return [(r, [value_of(r * b + j, (coll.root,)) for j in range(b)]) for r in every]
+    if kind is Coll.ALLTOALL:
+        return [(r, [value_of(r * b + j, (q,)) for q in every for j in range(b)]) for r in every]
+    return None
 
 
 def check(prog: Program, res: ExecResult, limit: int = 20) -> tuple[list[Finding], dict]:
@@ -23,51 +53,90 @@ def check(prog: Program, res: ExecResult, limit: int = 20) -> tuple[list[Finding
     rep = _Reporter(limit)
     if coll is None:
         return [], {}
-    uninit, dup = res.flag_bits
-    flags = uninit | dup
+    V = res.values
     mem = res.memory
-    layout = prog.layout
-    bits = prog.input_bits
-    checked = 0
+    pos = prog.gpu_pos
+    SH = V.SH
     masks: dict = {}
-    for r, j, contribs in coll.expected():
-        checked += 1
-        lay = layout.get(r)
-        exp = masks.get(contribs)
-        if exp is None:
-            exp = 0
-            for q, idx in contribs:
-                first = bits.get(q)
-                if first is not None:
-                    exp |= 1 << (first + idx)
-            masks[contribs] = exp
+
+    def value_of(j: int, ranks: tuple) -> int:
+        m = masks.get(ranks)
+        if m is None:
+            m = 0
+            for q in ranks:
+                p_ = pos.get(q)
+                if p_ is not None:
+                    m |= 1 << p_
+            masks[ranks] = m
+        return (j << SH) | m if m else 0
+
+    def out_base(r: int):
+        lay = prog.layout.get(r)
         if lay is None:
-            rep.add(Finding("unwritten-output", f"rank {r} has no <gpu> element, so its output chunk {j} "
-                            f"is never written (expected {describe_bits(exp, prog)})", gpu=r))
-            continue
+            return None, 0
         k, base = lay["o"]
-        a = base + j
-        buf = mem[k]
-        v = buf[a] if a < len(buf) else None
-        if v == exp:
-            continue
-        where = f"rank {r} output chunk {j}"
-        if v is None:
-            rep.add(Finding("unwritten-output", f"{where}: expected {describe_bits(exp, prog)}, found "
-                            "nothing (never written)", gpu=r))
-        elif v & dup:
-            rep.add(Finding("double-count", f"{where}: expected {describe_bits(exp, prog)}, found "
-                            f"{describe_bits(v & ~flags, prog)} with a contribution reduced twice", gpu=r))
-        elif v & uninit or v & ~exp:
-            extra = v & ~exp & ~flags
-            note = " and uninitialised data" if v & uninit else ""
-            rep.add(Finding("wrong-contribution", f"{where}: expected {describe_bits(exp, prog)}, found "
-                            f"{describe_bits(v & ~flags, prog)}{note} (not expected: "
-                            f"{describe_bits(extra, prog)})", gpu=r))
-        else:
-            rep.add(Finding("missing-contribution", f"{where}: expected {describe_bits(exp, prog)}, "
-                            f"found {describe_bits(v, prog)} (missing {describe_bits(exp & ~v, prog)})",
-                            gpu=r))
+        b = prog.buffers[k]
+        return b.loc_base + base, b.loc_base + b.size
+
+    checked = 0
+    rows = _rank_rows(coll, value_of)
+    if rows is not None:
+        for r, row in rows:
+            n = len(row)
+            a, end = out_base(r)
+            checked += n
+            if a is not None and a + n <= end and mem[a:a + n] == row:
+                continue
+            for j in range(n):
+                _chunk(prog, V, rep, r, j, row[j], mem, a, end)
+    else:
+        exps: dict = {}
+        for r, j, contribs in coll.expected():
+            checked += 1
+            exp = exps.get(contribs)
+            if exp is None:
+                d: dict = {}
+                for q, idx in contribs:
+                    p_ = pos.get(q)
+                    if p_ is not None:
+                        d[idx] = d.get(idx, 0) | (1 << p_)
+                exp = exps[contribs] = V.encode(0, d)
+            a, end = out_base(r)
+            _chunk(prog, V, rep, r, j, exp, mem, a, end)
     counts = dict(rep.counts)
     counts["_checked"] = checked
     return rep.findings, counts
+
+
+def _chunk(prog, V, rep, r, j, exp, mem, a, end) -> None:
+    if a is None:
+        rep.add(Finding("unwritten-output", f"rank {r} has no <gpu> element, so its output chunk {j} "
+                        f"is never written (expected {V.describe(exp)})", gpu=r))
+        return
+    v = mem[a + j] if a + j < end else None
+    if v == exp:
+        return
+    where = f"rank {r} output chunk {j}"
+    if v is None:
+        rep.add(Finding("unwritten-output", f"{where}: expected {V.describe(exp)}, found "
+                        "nothing (never written)", gpu=r))
+        return
+    flags = V.decode(v)[0]
+    found = V.pairs(v)
+    want = V.pairs(exp)
+    if flags & 2:
+        rep.add(Finding("double-count", f"{where}: expected {V.describe_pairs(want)}, found "
+                        f"{V.describe_pairs(found)} with a contribution reduced twice", gpu=r))
+        return
+    wanted = set(want)
+    extra = [x for x in found if x not in wanted]
+    if flags & 1 or extra:
+        note = " and uninitialised data" if flags & 1 else ""
+        rep.add(Finding("wrong-contribution", f"{where}: expected {V.describe_pairs(want)}, found "
+                        f"{V.describe_pairs(found)}{note} (not expected: "
+                        f"{V.describe_pairs(extra)})", gpu=r))
+    else:
+        have = set(found)
+        rep.add(Finding("missing-contribution", f"{where}: expected {V.describe_pairs(want)}, "
+                        f"found {V.describe_pairs(found)} (missing "
+                        f"{V.describe_pairs([x for x in want if x not in have])})", gpu=r))

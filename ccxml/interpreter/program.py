@@ -18,11 +18,15 @@ parser decides (msccl-runtime.md §3, §4, §8, §9):
 * which instructions touch memory another TB of the same GPU also touches, with a write on one
   side: only those need happens-before tracking for the race check.
 
-Nothing here runs the schedule; :mod:`ccxml.interpreter.execute` does.
+Instructions are stored as columns (parallel lists indexed by a global instruction id ``g``;
+TB ``t`` owns ids ``tbs[t].start`` to ``tbs[t].end - 1`` in program order), so the execution loop
+does list indexing only. Nothing here runs the schedule; :mod:`ccxml.interpreter.execute` does.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from operator import add
 
 from ccxml.collectives import Collective
 from ccxml.findings import Finding
@@ -31,6 +35,8 @@ from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, MA
 
 # instruction kinds (ints for a fast dispatch in the execution loop)
 K_SEND, K_RECV, K_RCS, K_RRS, K_RRC, K_RRCS, K_CPY, K_RE = range(8)
+#: data kind of an instruction that moves nothing (cnt <= 0)
+K_NONE = 8
 KIND_OF = {"s": K_SEND, "r": K_RECV, "rcs": K_RCS, "rrs": K_RRS, "rrc": K_RRC, "rrcs": K_RRCS,
            "cpy": K_CPY, "re": K_RE}
 KIND_NAME = {v: k for k, v in KIND_OF.items()}
@@ -38,46 +44,20 @@ RECEIVES = frozenset({K_RECV, K_RCS, K_RRS, K_RRC, K_RRCS})
 SENDS = frozenset({K_SEND, K_RCS, K_RRS, K_RRCS})
 READS_SRC = frozenset({K_SEND, K_RRS, K_RRC, K_RRCS, K_CPY, K_RE})
 WRITES_DST = frozenset({K_RECV, K_RCS, K_RRC, K_RRCS, K_CPY, K_RE})
+#: per kind (index), as lists for the hot loops
+IS_RECV = [k in RECEIVES for k in range(K_NONE + 1)]
+IS_SEND = [k in SENDS for k in range(K_NONE + 1)]
+IS_LINK = [a or b for a, b in zip(IS_RECV, IS_SEND)]
+IS_READ = [k in READS_SRC for k in range(K_NONE + 1)]
+IS_WRITE = [k in WRITES_DST for k in range(K_NONE + 1)]
 
 BUFFER_NAMES = {"i": "input", "o": "output", "s": "scratch"}
+_KINDS = frozenset(KIND_OF)
+_BUFS = frozenset(BUFFER_NAMES)
 
 
 class NotExecutable(ValueError):
     """The schedule cannot be run at all (unknown step type or buffer, no GPUs, ...)."""
-
-
-class Instr:
-    """One kernel instruction (a real step, or a fused ``re`` chain).
-
-    ``deps`` are ((global tb, value), ...) from preceding nops and the step itself; ``pub`` is the
-    value published in the TB flag (-1 if hasdep=0); ``calls`` the primitive calls on the link(s).
-    ``src_phys``/``src_starts``/``dst_phys``/``dst_start`` address physical memory (set per call
-    form by :func:`place`; -1 when the side is not accessed or out of bounds); ``tracked`` lists
-    the (location, is_write) accesses to memory shared between TBs and ``bit`` its clock bit.
-    """
-
-    __slots__ = ("kind", "s", "line", "cnt", "calls", "deps", "pub", "srcbuf", "srcoffs", "dstbuf",
-                 "dstoff", "s_last", "src_phys", "src_starts", "dst_phys", "dst_start", "tracked", "bit")
-
-    def __init__(self, kind, s, line, cnt, deps, pub, srcbuf, srcoff, dstbuf, dstoff):
-        self.kind = kind
-        self.s = s
-        self.s_last = s
-        self.line = line
-        self.cnt = cnt
-        self.calls = 0
-        self.deps = deps
-        self.pub = pub
-        self.srcbuf = srcbuf
-        self.srcoffs = (srcoff,)
-        self.dstbuf = dstbuf
-        self.dstoff = dstoff
-        self.src_phys = -1
-        self.src_starts = ()
-        self.dst_phys = -1
-        self.dst_start = -1
-        self.tracked = ()
-        self.bit = 0
 
 
 @dataclass(slots=True)
@@ -87,7 +67,8 @@ class TBProg:
     send: int
     recv: int
     chan: int
-    instrs: list
+    start: int = 0                 # first global instruction id
+    end: int = 0                   # one past the last
     out_link: int = -1
     in_link: int = -1
     line: int = 0
@@ -113,32 +94,58 @@ class PhysBuffer:
     loc_base: int = 0
 
 
-@dataclass
+@dataclass(eq=False)
 class Program:
     ngpus: int
     gpu_ids: list
     tbs: list                      # TBProg by global id
     tb_index: dict                 # (gpu, tb id) -> global id
     links: list
-    buffers: list                  # PhysBuffer
-    # buffer letter -> (physical index, offset) per gpu
-    layout: dict
     cap: int                       # link capacity in calls (bounded model)
     max_allowed: int
     findings: list
     nsteps: int
-    ntracked: int
-    inplace: bool
-    collective: Collective | None
-    input_bits: dict               # gpu -> first contribution bit of its input
-    schedule: Schedule | None = None
+    schedule: Schedule | None
+    # ---- instruction columns (global id g) -------------------------------------------------
+    kind: list = field(default_factory=list)
+    s: list = field(default_factory=list)          # XML s of the (first) step
+    line: list = field(default_factory=list)
+    cnt: list = field(default_factory=list)
+    calls: list = field(default_factory=list)      # primitive calls; 0 for local instructions
+    pub: list = field(default_factory=list)        # value published in the TB flag, -1 if none
+    deps: list = field(default_factory=list)       # None or ((global tb or -1, value), ...)
+    srcbuf: list = field(default_factory=list)
+    srcoff: list = field(default_factory=list)
+    dstbuf: list = field(default_factory=list)
+    dstoff: list = field(default_factory=list)
+    tb_of: list = field(default_factory=list)      # g -> global tb
+    fused: dict = field(default_factory=dict)      # g -> all srcoffs of a fused re chain
+    # ---- per call form (set by place) -----------------------------------------------------
+    buffers: list = field(default_factory=list)    # PhysBuffer
+    layout: dict = field(default_factory=dict)     # gpu -> {letter: (phys index, offset), ...}
+    src_loc: list = field(default_factory=list)    # absolute location of the source, -1: none
+    dst_loc: list = field(default_factory=list)
+    dkind: list = field(default_factory=list)      # kind, or K_NONE when nothing moves
+    tracked: dict = field(default_factory=dict)    # g -> ((location, is_write), ...)
+    bit: dict = field(default_factory=dict)        # g -> clock bit
+    ntracked: int = 0
+    nloc: int = 0
+    inplace: bool = False
+    collective: Collective | None = None
+    input_bits: dict = field(default_factory=dict)     # gpu -> first global input chunk number
+    gpu_pos: dict = field(default_factory=dict)        # gpu id -> position in the file
+    control: dict = field(default_factory=dict)        # cap -> execute.Control (form-independent)
 
-    def where(self, t: int, ins: Instr | None = None) -> dict:
+    @property
+    def ninstr(self) -> int:
+        return len(self.kind)
+
+    def where(self, t: int, g: int | None = None) -> dict:
         tb = self.tbs[t]
         d = {"gpu": tb.gpu, "tb": tb.id}
-        if ins is not None:
-            d["step"] = ins.s
-            d["line"] = ins.line or None
+        if g is not None:
+            d["step"] = self.s[g]
+            d["line"] = self.line[g] or None
         return d
 
 
@@ -189,62 +196,99 @@ def lower(schedule: Schedule) -> Program:
             if (g.id, tb.id) in tb_index:
                 raise NotExecutable(f"gpu {g.id}: tb id {tb.id} appears twice")
             tb_index[(g.id, tb.id)] = len(tbs)
-            tbs.append(TBProg(g.id, tb.id, tb.send, tb.recv, tb.chan, [], line=tb.line))
+            tbs.append(TBProg(g.id, tb.id, tb.send, tb.recv, tb.chan, line=tb.line))
 
+    K, S, LN, CN, PUB, DEPS = [], [], [], [], [], []
+    SB, SO, DB, DO, TBOF = [], [], [], [], []
+    fused: dict[int, tuple] = {}
     nsteps = 0
-    raw_deps: list[tuple] = []   # (waiter t, instr, gpu, depid, deps, s, line)
+    raw_deps: list[tuple] = []   # (waiter t, g, gpu, depid, deps, s, line)
     kind_of = KIND_OF
     t = -1
-    for g in gpus:
-        gid = g.id
-        for tb in g.tbs:
+    sched_cols = []
+    for gp in gpus:
+        gid = gp.id
+        for tb in gp.tbs:
             t += 1
-            instrs = tbs[t].instrs
-            append = instrs.append
+            cols = tb.columns()
+            sched_cols.append(cols)
+            cs, ctype, csb, cso, cdb, cdo, ccnt, cdepid, cdeps, chasdep, cline = cols
+            n = len(cs)
+            nsteps += n
+            start = len(K)
+            tbs[t].start = start
+            types = set(ctype)
+            if (n and "nop" not in types and "re" not in types and types <= _KINDS
+                    and set(csb) <= _BUFS and set(cdb) <= _BUFS and max(cdepid) < 0):
+                # one instruction per step, counter == position, no dependencies
+                K.extend(map(kind_of.__getitem__, ctype))
+                S.extend(cs)
+                LN.extend(cline)
+                CN.extend(ccnt)
+                PUB.extend([i if h else -1 for i, h in enumerate(chasdep)] if any(chasdep)
+                           else [-1] * n)
+                DEPS.extend([None] * n)
+                SB.extend(csb)
+                SO.extend(cso)
+                DB.extend(cdb)
+                DO.extend(cdo)
+                TBOF.extend([t] * n)
+                tbs[t].end = len(K)
+                continue
             counter = 0
             pending: list = []
             chain = 0
-            prev = None
-            nsteps += len(tb.steps)
-            for st in tb.steps:
-                typ = st.type
+            prev = -1
+            for j in range(n):
+                typ = ctype[j]
+                st_s, depid, line = cs[j], cdepid[j], cline[j]
                 if typ == "nop":
-                    if st.depid >= 0:
-                        pending.append((st.depid, st.deps, st.line))
+                    if depid >= 0:
+                        pending.append((depid, cdeps[j], line))
                     chain = 0
                     continue
                 kind = kind_of.get(typ)
                 if kind is None:
-                    raise NotExecutable(f"gpu {gid} tb {tb.id} step {st.s}: unknown step type {typ!r}")
-                srcbuf, dstbuf, depid, hasdep = st.srcbuf, st.dstbuf, st.depid, st.hasdep
+                    raise NotExecutable(f"gpu {gid} tb {tb.id} step {st_s}: unknown step type {typ!r}")
+                srcbuf, dstbuf, hasdep = csb[j], cdb[j], chasdep[j]
                 if srcbuf not in BUFFER_NAMES or dstbuf not in BUFFER_NAMES:
-                    raise NotExecutable(f"gpu {gid} tb {tb.id} step {st.s}: srcbuf/dstbuf "
+                    raise NotExecutable(f"gpu {gid} tb {tb.id} step {st_s}: srcbuf/dstbuf "
                                         f"{srcbuf!r}/{dstbuf!r} must be i, o or s")
-                if (chain and kind == K_RE and depid < 0 and not pending and prev.dstbuf == dstbuf
-                        and prev.dstoff == st.dstoff and prev.srcbuf == srcbuf
+                if (chain and kind == K_RE and depid < 0 and not pending and DB[prev] == dstbuf
+                        and DO[prev] == cdo[j] and SB[prev] == srcbuf
                         and chain < MAX_REDUCE_FUSION):
-                    prev.srcoffs += (st.srcoff,)
-                    prev.cnt = st.cnt
-                    prev.s_last = st.s
+                    fused[prev] = fused.get(prev, (SO[prev],)) + (cso[j],)
+                    CN[prev] = ccnt[j]
                     if hasdep:
-                        prev.pub = counter
+                        PUB[prev] = counter
                         chain = 0
                     else:
                         chain += 1
                     counter += 1
                     continue
+                g = len(K)
                 if pending or depid >= 0:
                     if depid >= 0:
-                        pending.append((depid, st.deps, st.line))
+                        pending.append((depid, cdeps[j], line))
                     counter += len(pending) - 1
                     for d in pending:
-                        raw_deps.append((t, len(instrs), gid, d[0], d[1], st.s, d[2] or st.line))
+                        raw_deps.append((t, g, gid, d[0], d[1], st_s, d[2] or line))
                     pending = []
-                prev = Instr(kind, st.s, st.line, st.cnt, (), counter if hasdep else -1,
-                             srcbuf, st.srcoff, dstbuf, st.dstoff)
-                append(prev)
+                K.append(kind)
+                S.append(st_s)
+                LN.append(line)
+                CN.append(ccnt[j])
+                PUB.append(counter if hasdep else -1)
+                DEPS.append(None)
+                SB.append(srcbuf)
+                SO.append(cso[j])
+                DB.append(dstbuf)
+                DO.append(cdo[j])
+                TBOF.append(t)
+                prev = g
                 counter += 1
                 chain = 1 if (kind == K_RE and not hasdep) else 0
+            tbs[t].end = len(K)
             if pending:
                 findings.append(Finding(
                     "dangling-nop", f"the TB ends with {len(pending)} nop dependencies that no step "
@@ -253,11 +297,10 @@ def lower(schedule: Schedule) -> Program:
 
     # ---- dependencies -------------------------------------------------------------------
     if raw_deps:
-        last_pub = [max((ins.pub for ins in tb.instrs), default=-1) for tb in tbs]
+        last_pub = [max(PUB[tb.start:tb.end], default=-1) for tb in tbs]
         hasdep_at: dict[int, dict] = {}
-        sched_tbs = [tb for g in gpus for tb in g.tbs]
-        dep_lists: dict[tuple[int, int], list] = {}
-        for t, idx, gpu, depid, dval, s, line in raw_deps:
+        dep_lists: dict[int, list] = {}
+        for t, g, gpu, depid, dval, s, line in raw_deps:
             x = tb_index.get((gpu, depid))
             where = dict(gpu=gpu, tb=tbs[t].id, step=s, line=line or None)
             if x is None:
@@ -271,30 +314,37 @@ def lower(schedule: Schedule) -> Program:
             else:
                 hd = hasdep_at.get(x)
                 if hd is None:
-                    hd = hasdep_at[x] = {st.s: bool(st.hasdep) and st.type != "nop"
-                                         for st in reversed(sched_tbs[x].steps)}
+                    c = sched_cols[x]
+                    hd = hasdep_at[x] = {s_: bool(h) and ty != "nop"
+                                         for s_, ty, h in zip(reversed(c[0]), reversed(c[1]), reversed(c[9]))}
                 if not hd.get(dval, False):
                     findings.append(Finding(
                         "dep-late-release", f"depends on tb {depid} step {dval}, which has hasdep=0 or is "
                         "a nop; it is released only by a later publishing step", severity="warning",
                         **where))
-            dep_lists.setdefault((t, idx), []).append((x, dval))
-        for (t, idx), lst in dep_lists.items():
-            tbs[t].instrs[idx].deps = tuple(lst)
+            dep_lists.setdefault(g, []).append((x, dval))
+        for g, lst in dep_lists.items():
+            DEPS[g] = tuple(lst)
 
     # ---- links --------------------------------------------------------------------------
     max_allowed = max_allowed_count(schedule)
+    calls = [0] * len(K)
     links: list[Link] = []
     link_index: dict[tuple[int, int, int], int] = {}
     gpu_set = set(gpu_ids)
     for t, tb in enumerate(tbs):
-        kinds = {ins.kind for ins in tb.instrs}
+        a, b = tb.start, tb.end
+        kinds = set(K[a:b])
         uses_send = not kinds.isdisjoint(SENDS)
         uses_recv = not kinds.isdisjoint(RECEIVES)
         if uses_send or uses_recv:
-            for ins in tb.instrs:
-                if ins.kind in SENDS or ins.kind in RECEIVES:
-                    ins.calls = -(-ins.cnt // max_allowed) if ins.cnt > 0 else 0
+            if max_allowed == 1 and kinds <= RECEIVES | SENDS:
+                calls[a:b] = [c if c > 0 else 0 for c in CN[a:b]]
+            else:
+                for g in range(a, b):
+                    if IS_LINK[K[g]]:
+                        c = CN[g]
+                        calls[g] = -(-c // max_allowed) if c > 0 else 0
         for peer, uses, what in ((tb.send, uses_send, "send"), (tb.recv, uses_recv, "recv")):
             if uses and peer < 0:
                 findings.append(Finding("no-peer", f"a step {what}s but the TB has {what}=-1",
@@ -324,15 +374,21 @@ def lower(schedule: Schedule) -> Program:
                 findings.append(Finding(
                     "shared-connection", f"{who} all use the {side} side of link {ln.name()}: they share "
                     "one FIFO, which corrupts data or hangs", gpu=tbs[lst[0]].gpu, tb=tbs[lst[1]].id))
-        sends = [(t, ins) for t in ln.senders for ins in tbs[t].instrs if ins.kind in SENDS]
-        recvs = [(t, ins) for t in ln.receivers for ins in tbs[t].instrs if ins.kind in RECEIVES]
-        for (ts, a), (tr, b) in zip(sends, recvs):
-            if a.cnt != b.cnt:
-                findings.append(Finding(
-                    "cnt-mismatch", f"link {ln.name()}: gpu {tbs[ts].gpu} tb {tbs[ts].id} step {a.s} sends "
-                    f"cnt={a.cnt} but the matching receive (gpu {tbs[tr].gpu} tb {tbs[tr].id} step {b.s}) "
-                    f"has cnt={b.cnt}", gpu=tbs[tr].gpu, tb=tbs[tr].id, step=b.s, line=b.line or None))
-                break
+        sends = [g for t in ln.senders for g in range(tbs[t].start, tbs[t].end) if IS_SEND[K[g]]]
+        recvs = [g for t in ln.receivers for g in range(tbs[t].start, tbs[t].end) if IS_RECV[K[g]]]
+        scnt = [CN[g] for g in sends]
+        rcnt = [CN[g] for g in recvs]
+        m = min(len(scnt), len(rcnt))
+        if scnt[:m] != rcnt[:m]:
+            for a, b in zip(sends, recvs):
+                if CN[a] != CN[b]:
+                    ts, tr = TBOF[a], TBOF[b]
+                    findings.append(Finding(
+                        "cnt-mismatch", f"link {ln.name()}: gpu {tbs[ts].gpu} tb {tbs[ts].id} step {S[a]} "
+                        f"sends cnt={CN[a]} but the matching receive (gpu {tbs[tr].gpu} tb {tbs[tr].id} "
+                        f"step {S[b]}) has cnt={CN[b]}", gpu=tbs[tr].gpu, tb=tbs[tr].id, step=S[b],
+                        line=LN[b] or None))
+                    break
         if len(ln.senders) > 1 or len(ln.receivers) > 1:
             t0 = (ln.receivers or ln.senders)[0]
             findings.append(Finding(
@@ -352,9 +408,39 @@ def lower(schedule: Schedule) -> Program:
             findings.append(Finding("unmatched-link", msg, gpu=tbs[t0].gpu, tb=tbs[t0].id))
 
     return Program(ngpus=ngpus, gpu_ids=gpu_ids, tbs=tbs, tb_index=tb_index, links=links,
-                   buffers=[], layout={}, cap=link_capacity(schedule), max_allowed=max_allowed,
-                   findings=findings, nsteps=nsteps, ntracked=0, inplace=False, collective=None,
-                   input_bits={}, schedule=schedule)
+                   cap=link_capacity(schedule), max_allowed=max_allowed, findings=findings,
+                   nsteps=nsteps, schedule=schedule, kind=K, s=S, line=LN, cnt=CN, calls=calls,
+                   pub=PUB, deps=DEPS, srcbuf=SB, srcoff=SO, dstbuf=DB, dstoff=DO, tb_of=TBOF,
+                   fused=fused)
+
+
+def dep_sources(prog: Program) -> dict:
+    """For each instruction with dependencies: the instructions whose completion releases it.
+
+    TB x releases a wait for value k with its first instruction (program order) that publishes
+    a value >= k (flags are monotonic and the step counter increases along a TB). -1 when no
+    instruction of x does.
+    """
+    out: dict[int, tuple] = {}
+    pubs: dict[int, tuple] = {}
+    PUB = prog.pub
+    for g, dl in enumerate(prog.deps):
+        if dl is None:
+            continue
+        srcs = []
+        for x, k in dl:
+            if x < 0:
+                srcs.append(-1)
+                continue
+            pl = pubs.get(x)
+            if pl is None:
+                tb = prog.tbs[x]
+                ids = [h for h in range(tb.start, tb.end) if PUB[h] >= 0]
+                pl = pubs[x] = ([PUB[h] for h in ids], ids)
+            i = bisect_left(pl[0], k)
+            srcs.append(pl[1][i] if i < len(pl[1]) else -1)
+        out[g] = tuple(srcs)
+    return out
 
 
 def place(prog: Program, collective: Collective | None, inplace: bool) -> list[Finding]:
@@ -406,71 +492,144 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
         b.loc_base = nloc
         nloc += b.size
 
-    cands: list = []
-    owner = [-2] * nloc            # location -> the one tb touching it, -1 when several, -2 none
-    written = bytearray(nloc)
+    K, CN, SB, SO, DB, DO = prog.kind, prog.cnt, prog.srcbuf, prog.srcoff, prog.dstbuf, prog.dstoff
+    N = len(K)
+    src_loc = [-1] * N
+    dst_loc = [-1] * N
+    dkind = list(K)
+    fused = prog.fused
+    # per gpu: the locations each TB touches (to find the shared ones) and the written ones
+    touched_by_gpu: dict[int, list] = {}
+    touched_of: dict[int, set] = {}
+    written_by_gpu: dict[int, set] = {}
     for t, tb in enumerate(prog.tbs):
+        a, b = tb.start, tb.end
+        if a == b:
+            continue
         lay = layout[tb.gpu]
-        for ins in tb.instrs:
-            kind, cnt = ins.kind, ins.cnt
-            ins.src_phys = ins.dst_phys = -1
-            ins.tracked = ()
-            ins.bit = 0
-            if cnt <= 0:
-                continue
-            acc = None
-            if kind in READS_SRC:
-                k, base = lay[ins.srcbuf]
-                b = buffers[k]
-                starts = []
-                for off in ins.srcoffs:
-                    if off < 0 or base + off + cnt > b.size:
-                        findings.append(_oob(tb, ins, "src", ins.srcbuf, off, cnt, b.size - base))
-                        starts = None
-                        break
-                    starts.append(base + off)
-                if starts is not None:
-                    ins.src_phys, ins.src_starts = k, tuple(starts)
-                    acc = [(b.loc_base + a, False) for a in starts]
-            if kind in WRITES_DST:
-                k, base = lay[ins.dstbuf]
-                b = buffers[k]
-                off = ins.dstoff
-                if off < 0 or base + off + cnt > b.size:
-                    findings.append(_oob(tb, ins, "dst", ins.dstbuf, off, cnt, b.size - base))
-                else:
-                    ins.dst_phys, ins.dst_start = k, base + off
-                    l0 = b.loc_base + base + off
-                    written[l0:l0 + cnt] = b"\x01" * cnt
-                    if acc is None:
-                        acc = [(l0, True)]
+        # per letter: first valid location, one past the last, base location of offset 0
+        lim = {}
+        for letter in ("i", "o", "s"):
+            k, base = lay[letter]
+            buf = buffers[k]
+            lim[letter] = (buf.loc_base + base, buf.loc_base + buf.size, buf.size - base)
+        touched: set = set()
+        written: set = set()
+        if not _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touched, written):
+            for g in range(a, b):
+                kd, cnt = K[g], CN[g]
+                if cnt <= 0:
+                    continue
+                if IS_READ[kd]:
+                    l0, l1, size = lim[SB[g]]
+                    offs = fused.get(g) or (SO[g],)
+                    ok = True
+                    for off in offs:
+                        if off < 0 or l0 + off + cnt > l1:
+                            findings.append(_oob(prog, t, g, "src", SB[g], off, cnt, size))
+                            ok = False
+                            break
+                    if ok:
+                        src_loc[g] = l0 + offs[0]
+                        for off in offs:
+                            touched.update(range(l0 + off, l0 + off + cnt))
+                if IS_WRITE[kd]:
+                    l0, l1, size = lim[DB[g]]
+                    off = DO[g]
+                    if off < 0 or l0 + off + cnt > l1:
+                        findings.append(_oob(prog, t, g, "dst", DB[g], off, cnt, size))
                     else:
-                        acc.append((l0, True))
-            if acc is not None:
-                cands.append((t, ins, acc))
-                for l0, _w in acc:
-                    for l in range(l0, l0 + cnt):
-                        o = owner[l]
-                        if o == -2:
-                            owner[l] = t
-                        elif o != t:
-                            owner[l] = -1
+                        dst_loc[g] = l0 + off
+                        touched.update(range(l0 + off, l0 + off + cnt))
+                        written.update(range(l0 + off, l0 + off + cnt))
+        for g in range(a, b):
+            if CN[g] <= 0:
+                dkind[g] = K_NONE
+        touched_by_gpu.setdefault(tb.gpu, []).append((t, touched))
+        touched_of[t] = touched
+        w = written_by_gpu.get(tb.gpu)
+        if w is None:
+            written_by_gpu[tb.gpu] = written
+        else:
+            w |= written
 
+    # shared locations: touched by two TBs of one gpu and written by some TB
+    shared: set = set()
+    for gpu, lst in touched_by_gpu.items():
+        if len(lst) < 2:
+            continue
+        seen: set = set()
+        mine: set = set()
+        for _t, locs in lst:
+            mine |= seen & locs
+            seen |= locs
+        shared |= mine & written_by_gpu.get(gpu, set())
+    tracked: dict[int, tuple] = {}
+    bit: dict[int, int] = {}
     ntracked = 0
-    if -1 in owner:
-        for t, ins, acc in cands:
-            cnt = ins.cnt
-            tr = [(l, w) for l0, w in acc for l in range(l0, l0 + cnt) if owner[l] == -1 and written[l]]
-            if tr:
-                # reads before writes on one location, so a read-modify-write (re) is seen as such
-                tr.sort()
-                ins.tracked = tuple(tr)
-                ins.bit = 1 << ntracked
-                ntracked += 1
+    if shared:
+        for t, tb in enumerate(prog.tbs):
+            if t not in touched_of or touched_of[t].isdisjoint(shared):
+                continue
+            for g in range(tb.start, tb.end):
+                cnt = CN[g]
+                if cnt <= 0:
+                    continue
+                acc = []
+                kd = K[g]
+                if IS_READ[kd] and src_loc[g] >= 0:
+                    base = src_loc[g] - (fused.get(g) or (SO[g],))[0]
+                    for off in fused.get(g) or (SO[g],):
+                        acc.extend((l, False) for l in range(base + off, base + off + cnt))
+                if IS_WRITE[kd] and dst_loc[g] >= 0:
+                    d = dst_loc[g]
+                    acc.extend((l, True) for l in range(d, d + cnt))
+                tr = [x for x in acc if x[0] in shared]
+                if tr:
+                    # reads before writes on one location, so a read-modify-write (re) is seen as such
+                    tr.sort()
+                    tracked[g] = tuple(tr)
+                    bit[g] = 1 << ntracked
+                    ntracked += 1
 
     prog.buffers, prog.layout, prog.input_bits = buffers, layout, input_bits
+    prog.src_loc, prog.dst_loc, prog.dkind, prog.nloc = src_loc, dst_loc, dkind, nloc
+    prog.tracked, prog.bit = tracked, bit
     prog.ntracked, prog.inplace, prog.collective = ntracked, inplace, collective
+    prog.gpu_pos = {r: i for i, r in enumerate(prog.gpu_ids)}
     return findings
+
+
+def _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touched, written) -> bool:
+    """Address TB instructions a..b-1 in bulk when every access is one chunk and in bounds.
+
+    Returns False (and changes nothing) when that does not hold; the caller then goes step by
+    step, which also reports out-of-bounds accesses in program order.
+    """
+    cnts = CN[a:b]
+    if not (min(cnts) == 1 == max(cnts)) or any(g in fused for g in range(a, b) if K[g] == K_RE):
+        return False
+    okind = K[a:b]
+    lo = {x: v[0] for x, v in lim.items()}
+    hi = {x: v[1] for x, v in lim.items()}
+    sides = []
+    for bufs, offs, uses in ((SB, SO, IS_READ), (DB, DO, IS_WRITE)):
+        idx = [g for g, kd in zip(range(a, b), okind) if uses[kd]]
+        if not idx:
+            sides.append((idx, ()))
+            continue
+        letters = [bufs[g] for g in idx]
+        locs = list(map(add, map(lo.__getitem__, letters), [offs[g] for g in idx]))
+        if (min(map(int.__sub__, locs, map(lo.__getitem__, letters))) < 0 or
+                min(map(int.__sub__, map(hi.__getitem__, letters), locs)) < 1):
+            return False
+        sides.append((idx, locs))
+    for (idx, locs), out in zip(sides, (src_loc, dst_loc)):
+        for g, loc in zip(idx, locs):
+            out[g] = loc
+        touched.update(locs)
+    written.update(sides[1][1])
+    return True
 
 
 def build(schedule: Schedule, collective: Collective | None, inplace: bool) -> Program:
@@ -480,7 +639,8 @@ def build(schedule: Schedule, collective: Collective | None, inplace: bool) -> P
     return prog
 
 
-def _oob(tb: TBProg, ins: Instr, side: str, buf: str, off: int, cnt: int, size: int) -> Finding:
-    return Finding("out-of-bounds", f"{KIND_NAME[ins.kind]} {side} {BUFFER_NAMES[buf]}[{off}..{off + cnt}) "
-                   f"is outside the buffer's {size} chunks", gpu=tb.gpu, tb=tb.id, step=ins.s,
-                   line=ins.line or None)
+def _oob(prog: Program, t: int, g: int, side: str, buf: str, off: int, cnt: int, size: int) -> Finding:
+    tb = prog.tbs[t]
+    return Finding("out-of-bounds", f"{KIND_NAME[prog.kind[g]]} {side} {BUFFER_NAMES[buf]}[{off}..{off + cnt}) "
+                   f"is outside the buffer's {size} chunks", gpu=tb.gpu, tb=tb.id, step=prog.s[g],
+                   line=prog.line[g] or None)
