@@ -42,11 +42,15 @@ def available() -> dict[str, object]:
 
 
 def get(name: str):
-    """The module of algorithm ``name``; AlgorithmError naming the known ones otherwise."""
-    mods = available()
-    if name not in mods:
-        raise AlgorithmError(f"unknown algorithm {name!r}; known: {', '.join(mods)}")
-    return mods[name]
+    """The module of algorithm ``name`` (importing only that one); AlgorithmError otherwise."""
+    module = REGISTRY.get(name)
+    if module is not None:
+        try:
+            return importlib.import_module(f"{__name__}.{module}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{module}":
+                raise
+    raise AlgorithmError(f"unknown algorithm {name!r}; known: {', '.join(available())}")
 
 
 def supported(name: str) -> list[Coll]:

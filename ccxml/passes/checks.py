@@ -70,6 +70,16 @@ def check_limits(algo: Algo, profile: Profile) -> None:
         if len(gpu.tbs) > p.max_tbs:
             raise LimitError(f"gpu {gpu.id} has {len(gpu.tbs)} thread blocks; the {p.name} limit is "
                              f"{p.max_tbs}: use fewer --channels or --target exec")
+        for kind, peer_of in (("send", lambda t: t.send), ("recv", lambda t: t.recv)):
+            per_chan: dict[int, int] = {}
+            for tb in gpu.tbs:
+                if peer_of(tb) >= 0:
+                    per_chan[tb.chan] = per_chan.get(tb.chan, 0) + 1
+            for chan, count in sorted(per_chan.items()):
+                if count > p.max_tbs_per_chan_dir:
+                    raise LimitError(f"gpu {gpu.id} has {count} TBs with a {kind} peer on channel "
+                                     f"{chan}; the runtime allows {p.max_tbs_per_chan_dir}: spread "
+                                     f"the peers over more channels (chan=...)")
         nodes = 1 + algo.ngpus + len(gpu.tbs) + sum(len(tb.steps) for tb in gpu.tbs)
         if nodes > p.max_nodes:
             raise LimitError(f"gpu {gpu.id} needs {nodes} XML nodes; the runtime keeps at most "

@@ -1,0 +1,110 @@
+"""Speed and memory figures of issue 7, one line per case: the figure, its target, and a verdict.
+
+Every case runs as its own process (whole-process wall time, peak RSS from wait4), so start-up
+counts. Exits 1 when a target is missed by more than 50% (machines are noisy).
+
+    python benchmarks/run.py            # all cases
+    python benchmarks/run.py --quick    # skip the 1024-rank case
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+PY = sys.executable
+
+VERIFY_SNIPPET = """
+import sys, time
+from ccxml.algorithms.ring import allreduce
+from ccxml.interpreter import verify
+p, target = int(sys.argv[1]), sys.argv[2]
+t0 = time.perf_counter()
+text = allreduce(p).to_xml(target)
+t1 = time.perf_counter()
+rep = verify(text, target=target)
+t2 = time.perf_counter()
+steps = rep.stats.get("steps", 0)
+print(f"generate {t1 - t0:.2f}s verify {t2 - t1:.2f}s steps {steps} ok {rep.ok} "
+      f"verify_rate {steps / (t2 - t1):.0f}", file=sys.stderr)
+sys.exit(0 if rep.ok else 1)
+"""
+
+RATE_SNIPPET = """
+import sys, time
+from ccxml.algorithms.ring import allreduce
+from ccxml.interpreter import verify
+text = allreduce(int(sys.argv[1])).to_xml(sys.argv[2])
+t0 = time.perf_counter()
+rep = verify(text, target=sys.argv[2])
+dt = time.perf_counter() - t0
+print(rep.stats.get("steps", 0) / dt)
+"""
+
+
+def run(cmd: list[str]) -> tuple[float, float, int, str, str]:
+    """(wall s, peak MB, exit code, stdout, stderr) of one process (rusage from wait4)."""
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as out, \
+            tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=tmp, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return wall, usage.ru_maxrss / 1024.0, proc.returncode, out.read(), err.read()
+
+
+def case(name: str, cmd: list[str], target_s: float, target_mb: float | None, misses: list[str]):
+    wall, peak, code, out, err = run(cmd)
+    ok_t = wall <= target_s
+    ok_m = target_mb is None or peak <= target_mb
+    mem = f"{peak:7.0f} MB (target ≤ {target_mb:.0f} MB)" if target_mb else f"{peak:7.0f} MB"
+    verdict = "ok" if ok_t and ok_m and code == 0 else ("FAILED" if code else "MISSED")
+    print(f"{name:<48} {wall:7.2f} s (target ≤ {target_s:g} s)  {mem}  {verdict}", flush=True)
+    if code:
+        print("   " + (err.strip().splitlines() or ["(no output)"])[-1])
+    if code or wall > 1.5 * target_s or (target_mb and peak > 1.5 * target_mb):
+        misses.append(name)
+    return err
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="skip the 1024-rank case")
+    args = ap.parse_args()
+    misses: list[str] = []
+    gen = [PY, "-m", "ccxml", "generate"]
+    case("ccxml generate ring --ranks 8", gen + ["ring", "--ranks", "8"], 0.3, None, misses)
+    case("ring allreduce, 64 ranks", gen + ["ring", "--ranks", "64"], 0.3, None, misses)
+    case("ring allreduce, 256 ranks", gen + ["ring", "--ranks", "256"], 3.0, 300, misses)
+    case("pairwise alltoall, 256 ranks", gen + ["pairwise", "--ranks", "256", "--coll", "alltoall"],
+         2.0, 300, misses)
+    if not args.quick:
+        err = case("ring allreduce, 1024 ranks, generate + verify (legacy)",
+                   [PY, "-c", VERIFY_SNIPPET, "1024", "legacy"], 20.0, 4096, misses)
+        if err.strip():
+            print("   " + err.strip().splitlines()[-1])
+    rate = subprocess.run([PY, "-c", RATE_SNIPPET, "64", "exec"], capture_output=True, text=True)
+    try:
+        steps_s = float(rate.stdout.strip())
+    except ValueError:
+        steps_s = 0.0
+    verdict = "ok" if steps_s >= 500_000 else "MISSED"
+    print(f"{'verify, ring allreduce 64 ranks':<48} {steps_s:9.0f} steps/s (target ≥ 500000)  {verdict}")
+    if steps_s < 500_000 / 1.5:
+        misses.append("verify rate")
+    if misses:
+        print(f"missed by more than 50%: {', '.join(misses)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
