@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import tempfile
 
-from lxml import etree
-
 from ccxml.ir import Algo, GPU, Step
 from ccxml.passes.splitting import LimitError
 from ccxml.wire import LEGACY_COLL_NAMES, Buffer, Coll, StepType
@@ -58,7 +56,8 @@ def step_attrs(step: Step) -> dict[str, str]:
             "depid": str(step.depid), "deps": str(step.deps), "hasdep": str(step.hasdep)}
 
 
-def step_element(step: Step) -> etree._Element:
+def step_element(step: Step):
+    from lxml import etree
     return etree.Element("step", step_attrs(step))
 
 
@@ -98,7 +97,9 @@ def algo_attrs(algo: Algo, target: str) -> dict[str, str]:
     return attrs
 
 
-def to_element(algo: Algo, target: str = "exec") -> etree._Element:
+def to_element(algo: Algo, target: str = "exec"):
+    """The file as an lxml tree."""
+    from lxml import etree
     root = etree.Element("algo", algo_attrs(algo, target))
     for gpu in algo.gpus:
         g = etree.SubElement(root, "gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
@@ -114,6 +115,7 @@ def to_element(algo: Algo, target: str = "exec") -> etree._Element:
 
 def to_xml_lxml(algo: Algo, target: str = "exec") -> str:
     """The file's text through an lxml tree (the reference serialiser)."""
+    from lxml import etree
     return etree.tostring(to_element(algo, target), pretty_print=True, encoding="unicode")
 
 
