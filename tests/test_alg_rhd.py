@@ -29,6 +29,10 @@ from ccxml.interpreter import verify
 from ccxml.wire import Coll, StepType
 
 COLLS = list(rhd.COLLECTIVES)
+TARGETS = ["exec", "rccl", "legacy"]
+#: maxBytes for the large sweeps: a 1 MiB window lets one Simple call move a whole exchange
+#: message, so schedules stay small; p ≤ 12 is checked with the default (unbounded) window
+BIG_WINDOW = 1 << 20
 
 
 # ---- step counts from §13 (independent of the builder) -----------------------------------------
@@ -173,6 +177,47 @@ def exchanges(xml: str, coll: Coll, p: int, k: int = 1) -> list[list[list[Messag
     return out
 
 
+# ---- every schedule verifies ----------------------------------------------------------------------
+def _check(coll: Coll, p: int, target: str, *, channels: int, inplace: bool, root=None, max_bytes=0):
+    opts = Options(channels=channels, inplace=inplace, max_bytes=max_bytes)
+    kw = {"root": root} if coll.rooted else {}
+    xml = build("rhd", coll, p, options=opts, **kw).to_xml(target)
+    rep = verify(xml, target=target)
+    where = f"{coll.value} p={p} K={channels} inplace={inplace} root={root} maxBytes={max_bytes} {target}"
+    assert rep.ok, f"{where}: {rep.first_reason}"
+    form = "in-place" if inplace else "out-of-place"
+    assert rep.stats["per_form"][form]["chunks_checked"] > 0, where
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
+def test_every_schedule_verifies(coll, target):
+    """p = 2..33 and 64: postcondition, no deadlock with unbounded or bounded links, no race,
+    loader rules. Channels 1 and 2 and in-place/out-of-place alternate with p; the root is
+    p − 1. p ≤ 12 with an unbounded maxBytes (every exchange cut into 2-chunk messages)."""
+    for p in [*range(2, 34), 64]:
+        _check(coll, p, target, channels=1 + p % 2, inplace=p % 3 == 0, root=p - 1,
+               max_bytes=0 if p <= 12 else BIG_WINDOW)
+
+
+@pytest.mark.parametrize("coll", [Coll.BROADCAST, Coll.REDUCE], ids=lambda c: c.value)
+def test_every_root_verifies(coll):
+    """Every root at p ≤ 9, channels 1 and 2, both call forms (exec)."""
+    for p in range(2, 10):
+        for root in range(p):
+            for channels in (1, 2):
+                _check(coll, p, "exec", channels=channels, inplace=(p + root) % 2 == 0, root=root)
+
+
+def test_bad_parameters():
+    with pytest.raises(AlgorithmError, match="--ranks"):
+        rhd.allreduce(1)
+    with pytest.raises(AlgorithmError, match="--root 5 is out of range"):
+        rhd.broadcast(5, root=5)
+    with pytest.raises(AlgorithmError, match="rhd does not support scatter; it supports allreduce"):
+        build("rhd", "scatter", 4)
+
+
 # ---- the worked tables of §4, verbatim ----------------------------------------------------------
 TABLES = {
     ("allreduce", 4, None): """
@@ -285,7 +330,8 @@ def test_rounds_equal_reference_step_count(coll):
     no rank performs more."""
     for p in range(2, 34):
         kw = {"root": 0} if coll.rooted else {}
-        per_rank = [len(g) for g in exchanges(rhd.COLLECTIVES[coll](p, **kw).to_xml("exec"), coll, p)]
+        xml = rhd.COLLECTIVES[coll](p, options=Options(max_bytes=BIG_WINDOW), **kw).to_xml("exec")
+        per_rank = [len(g) for g in exchanges(xml, coll, p)]
         want = reference_steps(coll, p)
         assert per_rank[0] == want, f"p={p}: rank 0 performs {per_rank[0]} rounds, §13 says {want}"
         assert max(per_rank) == want, f"p={p}: rounds per rank {per_rank}, §13 says {want}"
