@@ -118,20 +118,48 @@ def _messages(pieces: list[tuple[Chunk, ...]], cross: bool) -> list[tuple[Chunk,
     return out
 
 
-def copy(src: Data, dst: Data, chan: int) -> Data:
-    """Copy ``src`` into ``dst`` (a cpy on one rank, send/receive across ranks)."""
+Op = tuple[str, tuple[Chunk, ...], int]      # ("copy" | "reduce", chunks, channel)
+
+
+def plan_copy(src: Data, dst: Data, chan: int) -> list[Op]:
+    """The messages of copying ``src`` into ``dst``, not yet issued."""
     cross = src[0].gpu_id != dst[0].gpu_id
-    for a, b in _messages(_align(src, dst), cross):
-        if a != b:
-            a.copy(b, chan=chan)
+    return [("copy", (a, b), chan) for a, b in _messages(_align(src, dst), cross) if a != b]
+
+
+def plan_reduce(src: Data, operand: Data, out: Data, chan: int) -> list[Op]:
+    """The messages of ``out`` = ``operand`` ⊕ ``src``, not yet issued."""
+    cross = src[0].gpu_id != operand[0].gpu_id
+    return [("reduce", t, chan) for t in _messages(_align(src, operand, out), cross)]
+
+
+def issue(*plans: list[Op]) -> None:
+    """Issue planned transfers round-robin, message i of every plan before message i+1 of any.
+
+    The transfers of one algorithm step are concurrent; interleaving their messages gives every
+    thread block an alternating send/receive order, which bounded links need (a TB whose sends
+    wait on other TBs keeps its issue order, so a run of sends would fill the link and hang).
+    """
+    longest = max((len(pl) for pl in plans), default=0)
+    for i in range(longest):
+        for pl in plans:
+            if i < len(pl):
+                kind, ch, chan = pl[i]
+                if kind == "copy":
+                    ch[0].copy(ch[1], chan=chan)
+                else:
+                    ch[0].reduce(ch[1], chan=chan, out=ch[2])
+
+
+def copy(src: Data, dst: Data, chan: int) -> Data:
+    """Copy ``src`` into ``dst`` now (a cpy on one rank, send/receive across ranks)."""
+    issue(plan_copy(src, dst, chan))
     return dst
 
 
 def reduce(src: Data, operand: Data, out: Data, chan: int) -> Data:
-    """``out`` = ``operand`` ⊕ ``src``; operand and out on the receiving rank."""
-    cross = src[0].gpu_id != operand[0].gpu_id
-    for a, b, o in _messages(_align(src, operand, out), cross):
-        a.reduce(b, chan=chan, out=o)
+    """``out`` = ``operand`` ⊕ ``src`` now; operand and out on the receiving rank."""
+    issue(plan_reduce(src, operand, out, chan))
     return out
 
 
@@ -270,11 +298,16 @@ def run_reduce(members: Sequence[int], table: Table, lanes: Lanes, *, src: Loc, 
     for si, step in enumerate(table):
         chan = _step_chan(phase, members, step)
         sources = [[value(a, j) for j in blocks] for a, _, blocks in step]
+        plans = []
         for ti, (a, b, blocks) in enumerate(step):
+            plan: list[Op] = []
             for j, s in zip(blocks, sources[ti]):
                 done = owner(j) == b and last[(b, j)] == (si, ti)
                 out = final(b, j) if done else acc(b, j)
-                cur[(b, j)] = reduce(s, value(b, j), out, chan)
+                plan += plan_reduce(s, value(b, j), out, chan)
+                cur[(b, j)] = out
+            plans.append(plan)
+        issue(*plans)
     for j in range(len(members) if nblocks is None else nblocks):
         b = owner(j)
         if (b, j) not in last:
@@ -290,10 +323,14 @@ def run_copy(members: Sequence[int], table: Table, lanes: Lanes, *, loc: Loc,
     phase = lanes.phase()
     for step in table:
         chan = _step_chan(phase, members, step)
+        plans = []
         for a, b, blocks in step:
+            plan: list[Op] = []
             for j in blocks:
                 s = loc(a, j) if first is None or (a, j) in have else first(a, j)
-                copy(s, loc(b, j), chan)
+                plan += plan_copy(s, loc(b, j), chan)
+            plans.append(plan)
+        issue(*plans)
         for _, b, blocks in step:
             have.update((b, j) for j in blocks)
 

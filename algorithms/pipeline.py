@@ -42,6 +42,12 @@ def _setup(coll: Coll, p: int, topology, options: Options, units: int) -> tuple[
     return prog, s_, m_
 
 
+def _place_from(phase: ph.LanePhase, server: int, pairs) -> int:
+    """Channel of one server's inter-server sends. Placed per sending server, so that with two
+    servers (where s+1 = s−1) the two directions get separate thread blocks and run at once."""
+    return phase.place(pairs)
+
+
 def _gather_slots(s_: int, m_: int, lanes: ph.Lanes, loc, first, direction: int) -> None:
     """All-gather of the rank blocks: inter ring in ``direction`` (+1: to s+1) ∥ intra mesh.
 
@@ -56,9 +62,8 @@ def _gather_slots(s_: int, m_: int, lanes: ph.Lanes, loc, first, direction: int)
                 b = rank(s - direction * t, i)
                 held[(s, i)] = (b, first(rank(s, i)) if t == 0 else loc(rank(s, i), b))
         if t < s_ - 1:
-            pairs = [(rank(s, i), rank(s + direction, i)) for s in range(s_) for i in range(m_)]
-            chan = inter.place(pairs)
             for s in range(s_):
+                chan = _place_from(inter, s, [(rank(s, i), rank(s + direction, i)) for i in range(m_)])
                 for i in range(m_):
                     b, data = held[(s, i)]
                     ph.copy(data, loc(rank(s + direction, i), b), chan)
@@ -103,9 +108,8 @@ def _reduce_slots(s_: int, m_: int, lanes: ph.Lanes, src, acc, final) -> None:
                         last = t == 0 and n == len(peers) - 1
                         cur[(r, b)] = ph.reduce(src(rank(s, j), b), value(r, b), into(r, b, last), chan)
         if t >= 1:
-            pairs = [(rank(s + 1, i), rank(s, i)) for s in range(s_) for i in range(m_)]
-            chan = inter.place(pairs)
             for s in range(s_):
+                chan = _place_from(inter, s, [(rank(s + 1, i), rank(s, i)) for i in range(m_)])
                 for i in range(m_):
                     r, b = rank(s, i), x[(s, i)]
                     cur[(r, b)] = ph.reduce(value(rank(s + 1, i), b), value(r, b), into(r, b, True), chan)

@@ -1,0 +1,222 @@
+"""AHC — Asymmetric Hierarchical Concatenate (hccl-algorithms.md §9): groups of any sizes.
+
+Groups G_0 … G_{G−1} are the topology's groups (contiguous rank ranges, ``--groups 2,3``),
+first split as HCCL's ``AHCSubGroupInit`` does (with mn the smallest size and g the gcd of the
+sizes: if g = mn or ⌊max/mn⌋ > 1, a group of size m is cut into ⌊m/mn⌋ pieces, the last taking
+the rest; {1,4} → {1,1,1,1,1}). Equal sizes make this "AHC-broke"; the LCM rule below then
+reduces to it exactly.
+
+**Logic cards** (§9.2): L = lcm of the sizes; group i cuts the segment axis [0, L) into m_i equal
+ranges, one per member. The boundaries of all groups cut [0, L) into cards [o_k, o_{k+1}); card k's
+members are, per group, the rank whose range contains it. Every rank runs its cards in the
+order of e_k = o_k − (start of the range of the card's member in the first smallest group),
+ties by k; cards with disjoint members run concurrently.
+
+* AllReduce (§9.3): the buffer is L·G units (segment s = units [sG, (s+1)G)). (1) intra-group
+  reduce-scatter, block t of group i = segments [t·L/m_i, (t+1)·L/m_i); (2) per card, an
+  all-reduce among its members on its segments cut into G sub-blocks; (3) intra-group all-gather.
+* ReduceScatter (§9.4): every rank's output block is L units; region R_i = the blocks of group
+  i. (1) in every group g, G reduce-scatters, one per region k, block t = region-k units
+  [t·(L/m_g)·m_k, (t+1)·(L/m_g)·m_k); (2) per card a reduce-scatter among its members, block i =
+  region-i units [o_k·m_i, o_{k+1}·m_i), landing in the owner's output.
+* AllGather (§9.4): local copy, (1) per card an all-gather on the same blocks, (2) per group and
+  region an all-gather on the blocks of the reduce-scatter's phase 1.
+
+Inner algorithms (Python API): ``intra`` ∈ {nhr, ring, mesh} (default nhr, as HCCL), ``inter``
+∈ {ring, nhr, mesh}, default ring when G ≤ 3 else nhr (``AHC_LEVEL0_GROUP_SIZE_THRESHOLD``).
+
+Cost (HCCL doc, intra and inter NB, m = smallest group, m+d = largest, C = β_inter/β_intra):
+AR 2(⌈log(m+d)⌉ + ⌈log G⌉)α + 2((m+d−1)/(m+d) + (G−1)C/(G·m))·nβ + ((m+d−1)/(m+d) + (G−1)/(G·m))·nγ.
+Steps with the defaults: AR ns(m_g) + 2(G−1)·(cards of the rank) + ns(m_g).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ccxml.algorithm import AlgorithmError, Options, program
+from ccxml.algorithms import _phases as ph
+from ccxml.chunk import Program
+from ccxml.wire import Buffer, Coll
+
+
+@dataclass(frozen=True)
+class Card:
+    """Logic card ``index``: segments [lo, hi) of the axis; ``members[i]`` is group i's rank."""
+
+    index: int
+    lo: int
+    hi: int
+    members: tuple[int, ...]
+    order: int                     # e_k
+
+
+def split_groups(sizes: list[int]) -> list[int]:
+    """HCCL's ``AHCSubGroupInit`` splitting of the group sizes (§9.1)."""
+    mn, mx = min(sizes), max(sizes)
+    g = math.gcd(*sizes)
+    if not (g == mn or mx // mn > 1):
+        return list(sizes)
+    out = []
+    for m in sizes:
+        k = m // mn
+        out.extend([mn] * (k - 1) + [m - mn * (k - 1)] if k > 1 else [m])
+    return out
+
+
+def groups_of(p: int, topology) -> list[list[int]]:
+    """The (split) groups as lists of ranks."""
+    if topology is None:
+        raise AlgorithmError("ahc needs a topology: give --groups 2,3 or --servers S "
+                             "--ranks-per-server M (or --topology FILE)")
+    try:
+        topology.check_ranks(p)
+    except ValueError as e:
+        raise AlgorithmError(str(e)) from None
+    sizes = split_groups([len(g) for g in topology.group_ranks(p)])
+    out, r = [], 0
+    for m in sizes:
+        out.append(list(range(r, r + m)))
+        r += m
+    return out
+
+
+def logic_cards(groups: list[list[int]]) -> tuple[int, list[Card]]:
+    """L and the logic cards in execution order (sorted by e_k, then k) (§9.2)."""
+    sizes = [len(g) for g in groups]
+    big_l = math.lcm(*sizes)
+    bounds = sorted({0} | {big_l // m * (j + 1) for m in sizes for j in range(m)})
+    mi = sizes.index(min(sizes))
+    cards = []
+    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        members = tuple(g[-(-hi // (big_l // len(g))) - 1] for g in groups)
+        t_min = groups[mi].index(members[mi])
+        cards.append(Card(k, lo, hi, members, lo - t_min * (big_l // sizes[mi])))
+    return big_l, sorted(cards, key=lambda c: (c.order, c.index))
+
+
+def _inner_names(intra: str, inter: str | None, ngroups: int) -> tuple[str, str]:
+    ph.inner(intra, ph.RS_TABLES, "intra-group")
+    inter = inter or ("ring" if ngroups <= 3 else "nhr")
+    ph.inner(inter, ph.RS_TABLES, "inter-group")
+    return intra, inter
+
+
+def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
+              inter: str | None = None) -> Program:
+    groups = groups_of(p, topology)
+    big_g = len(groups)
+    intra, inter = _inner_names(intra, inter, big_g)
+    big_l, cards = logic_cards(groups)
+    units = big_l * big_g
+    k_ = options.channels
+    prog = program("ahc", Coll.ALLREDUCE, p, k_ * units, options,
+                   extra_attrs=ph.topology_attrs(topology))
+    for c in range(k_):
+        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
+        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
+        lanes = ph.Lanes(k_, c)
+
+        def intra_block(g, inp_or_out):
+            w = big_g * big_l // len(g)
+            return lambda pos, t: inp_or_out(g[pos], t * w, (t + 1) * w)
+
+        for g in groups:
+            ph.run_reduce(g, ph.RS_TABLES[intra](len(g)), lanes, src=intra_block(g, inp),
+                          acc=intra_block(g, out))
+        for card in cards:
+            n = card.hi - card.lo
+            loc = lambda pos, i, card=card, n=n: out(card.members[pos], card.lo * big_g + i * n,  # noqa: E731
+                                                     card.lo * big_g + (i + 1) * n)
+            ph.allreduce_phase(card.members, inter, lanes, src=loc, loc=loc)
+        for g in groups:
+            ph.run_copy(g, ph.AG_TABLES[intra](len(g)), lanes, loc=intra_block(g, out))
+    return prog
+
+
+def _region_blocks(groups, big_l):
+    """Phase-1 blocks of RS/AG: group g's block t of region k, as absolute unit ranges."""
+    offs = [0]
+    for g in groups:
+        offs.append(offs[-1] + len(g))
+
+    def block(g: list[int], k: int, t: int) -> tuple[int, int]:
+        w = big_l // len(g) * len(groups[k])
+        return offs[k] * big_l + t * w, offs[k] * big_l + (t + 1) * w
+
+    def card_block(card: Card, i: int) -> tuple[int, int]:
+        m = len(groups[i])
+        return offs[i] * big_l + card.lo * m, offs[i] * big_l + card.hi * m
+
+    return block, card_block
+
+
+def reducescatter(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
+                  inter: str | None = None) -> Program:
+    groups = groups_of(p, topology)
+    intra, inter = _inner_names(intra, inter, len(groups))
+    big_l, cards = logic_cards(groups)
+    k_ = options.channels
+    prog = program("ahc", Coll.REDUCESCATTER, p, k_ * p * big_l, options,
+                   extra_attrs=ph.topology_attrs(topology))
+    block, card_block = _region_blocks(groups, big_l)
+    for c in range(k_):
+        inp = ph.Space(prog, Buffer.INPUT, p * big_l, block=big_l, instances=k_, instance=c)
+        scr = ph.Space(prog, Buffer.SCRATCH, p * big_l, instances=k_, instance=c)
+        out = ph.Space(prog, Buffer.OUTPUT, big_l, instances=k_, instance=c)
+        lanes = ph.Lanes(k_, c)
+        for k in range(len(groups)):
+            for g in groups:
+                at = lambda space, g=g, k=k: (lambda pos, t: space(g[pos], *block(g, k, t)))  # noqa: E731
+                ph.run_reduce(g, ph.RS_TABLES[intra](len(g)), lanes, src=at(inp), acc=at(scr))
+        for card in cards:
+            def own(pos, i, card=card):
+                lo, hi = card_block(card, i)
+                base = card.members[pos] * big_l
+                return out(card.members[pos], lo - base, hi - base)
+            ph.run_reduce(card.members, ph.RS_TABLES[inter](len(groups)), lanes,
+                          src=lambda pos, i, card=card: scr(card.members[pos], *card_block(card, i)),
+                          acc=lambda pos, i, card=card: scr(card.members[pos], *card_block(card, i)),
+                          final=own)
+    return prog
+
+
+def allgather(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
+              inter: str | None = None) -> Program:
+    groups = groups_of(p, topology)
+    intra, inter = _inner_names(intra, inter, len(groups))
+    big_l, cards = logic_cards(groups)
+    k_ = options.channels
+    prog = program("ahc", Coll.ALLGATHER, p, k_ * p * big_l, options,
+                   extra_attrs=ph.topology_attrs(topology))
+    block, card_block = _region_blocks(groups, big_l)
+    for c in range(k_):
+        inp = ph.Space(prog, Buffer.INPUT, big_l, instances=k_, instance=c)
+        out = ph.Space(prog, Buffer.OUTPUT, p * big_l, block=big_l, instances=k_, instance=c)
+        lanes = ph.Lanes(k_, c)
+        for r in range(p):
+            ph.copy(inp(r, 0, big_l), out(r, r * big_l, (r + 1) * big_l), c)
+        for card in cards:
+            def own(pos, i, card=card):          # a member's own block, read from its input
+                lo, hi = card_block(card, i)
+                base = card.members[pos] * big_l
+                return inp(card.members[pos], lo - base, hi - base)
+            ph.run_copy(card.members, ph.AG_TABLES[inter](len(groups)), lanes, first=own,
+                        loc=lambda pos, i, card=card: out(card.members[pos], *card_block(card, i)))
+        for k in range(len(groups)):
+            for g in groups:
+                ph.run_copy(g, ph.AG_TABLES[intra](len(g)), lanes,
+                            loc=lambda pos, t, g=g, k=k: out(g[pos], *block(g, k, t)))
+    return prog
+
+
+COLLECTIVES = {
+    Coll.ALLREDUCE: allreduce,
+    Coll.REDUCESCATTER: reducescatter,
+    Coll.ALLGATHER: allgather,
+}
+
+if __name__ == "__main__":
+    import sys
+    from ccxml.cli import main
+    main(["generate", "ahc", *sys.argv[1:]])
