@@ -92,6 +92,11 @@ class ScheduleTB:
         self._steps = value
         self._cols = None
 
+    def set_columns(self, columns: tuple) -> None:
+        """Replace the steps by columns (:data:`STEP_COLUMNS`, equal lengths)."""
+        self._steps = None
+        self._cols = columns
+
     @property
     def nsteps(self) -> int:
         """Number of ``<step>`` elements, without building step objects."""

@@ -153,6 +153,8 @@ _FAST_STEP = re.compile(
     + ' dstoff=' + _V + ' cnt=' + _V + ' depid=' + _V + ' deps=' + _V + ' hasdep=' + _V
     + r' ?/>')
 _INT_CACHE = {str(k): k for k in range(-1, 4097)}
+#: most distinct number strings a load caches
+_INT_CACHE_MAX = 1 << 20
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -200,7 +202,7 @@ class _Reader:
         if not limits[0] <= v <= limits[1]:
             raise LoadError(self.path, line, f"{what}={raw[:40]!r} is out of range "
                                              f"({limits[0]}..{limits[1]})")
-        if PLAIN_INT.fullmatch(raw) and len(self.ints) < 100000:
+        if PLAIN_INT.fullmatch(raw) and len(self.ints) < _INT_CACHE_MAX:
             self.ints[raw] = v
         return v
 
@@ -480,22 +482,32 @@ class _Reader:
         rows = _FAST_STEP.findall(text, a, b)
         if len(rows) != n:
             return
-        S = ScheduleStep
         ints = self.ints
+        get = ints.__getitem__
+        c_s, c_t, c_sb, c_so, c_db, c_do, c_c, c_di, c_ds, c_h = zip(*rows)
+        numeric = (c_s, c_so, c_do, c_c, c_di, c_ds, c_h)
         try:
-            steps = [S(ints[s], t, sb, ints[so], db, ints[do], ints[c], ints[di], ints[ds], ints[h],
-                       ln)
-                     for ln, (s, t, sb, so, db, do, c, di, ds, h) in enumerate(rows, line + 1)]
+            num = [list(map(get, c)) for c in numeric]
         except KeyError:
+            num = None
+            # new plain decimal numbers in the C int range join the cache; anything else takes
+            # the row-by-row path below, which flags it with its line (or raises)
+            missing = set().union(*map(set, numeric)).difference(ints)
+            if len(ints) + len(missing) <= _INT_CACHE_MAX and all(map(PLAIN_INT.fullmatch, missing)):
+                values = list(map(int, missing))
+                if not values or (min(values) >= INT32[0] and max(values) <= INT32[1]):
+                    ints.update(zip(missing, values))
+                    num = [list(map(get, c)) for c in numeric]
+        if num is None:
             ints = dict(ints)      # non-plain strings join this TB's copy only, flagged once
             for ln, row in enumerate(rows, line + 1):
                 for k in (0, 3, 5, 6, 7, 8, 9):
                     if row[k] not in ints:
                         ints[row[k]] = self.number(row[k], INT32, ln, f"step {STEP_ATTRS[k]}")
-            steps = [S(ints[s], t, sb, ints[so], db, ints[do], ints[c], ints[di], ints[ds], ints[h],
-                       ln)
-                     for ln, (s, t, sb, so, db, do, c, di, ds, h) in enumerate(rows, line + 1)]
-        tb.steps.extend(steps)
+            get = ints.__getitem__
+            num = [list(map(get, c)) for c in (c_s, c_so, c_do, c_c, c_di, c_ds, c_h)]
+        s_, so, do, cnt, di, ds, h = num
+        tb.set_columns((s_, c_t, c_sb, so, c_db, do, cnt, di, ds, h, range(line + 1, line + 1 + n)))
         self.at(a)
         self.line += n
         self.lpos = b

@@ -202,8 +202,8 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
     tbs = prog.tbs
     ntb = len(tbs)
     nlinks = len(prog.links)
-    K, CALLS, PUB, DEPS = prog.kind, prog.calls, prog.pub, prog.deps
-    src_of = [-1] * len(K)
+    OP, CALLS, PUB, DEPS = prog.op, prog.calls, prog.pub, prog.deps
+    src_of = [-1] * len(OP)
     order: list[int] = []
     record = order.append
     pc = [tb.start for tb in tbs]
@@ -215,76 +215,78 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
     lpend = [0] * nlinks
     lrw = [-1] * nlinks          # tb blocked receiving on the link
     lsw = [-1] * nlinks          # tb blocked sending on the link
-    why: dict[int, tuple] = {}
     in_ready = [True] * ntb
     ready = list(range(ntb - 1, -1, -1))
     out_link = [tb.out_link for tb in tbs]
     in_link = [tb.in_link for tb in tbs]
-    is_recv, is_send = IS_RECV, IS_SEND
+    pop = ready.pop
+    push = ready.append
 
     while ready:
-        t = ready.pop()
+        t = pop()
         in_ready[t] = False
         g = pc[t]
         end = ends[t]
         cd = cdone[t]
         lo = out_link[t]
         li = in_link[t]
-        blocked = None
         while g < end:
             if cd < 0:
                 dl = DEPS[g]
                 if dl is not None:
                     for x, k in dl:
                         if x < 0 or pub[x] < k:
-                            blocked = ("dep", x, k)
                             if x >= 0:
                                 dep_waiters[x].append(t)
                             break
-                    if blocked is not None:
+                    else:
+                        x = None
+                    if x is not None:
                         break
                 cd = 0
-            calls = CALLS[g]
-            if calls == 0:
+            op = OP[g]
+            if op == 0:
                 # local step (or a link step with cnt=0: no primitive call, nothing moves)
                 record(g)
             else:
-                kd = K[g]
-                recvs = is_recv[kd]
-                sends = is_send[kd]
+                calls = CALLS[g]
                 while cd < calls:
-                    if recvs and (lpend[li] <= 0 or (cd == 0 and not lq[li])):
-                        blocked = ("recv", li)
-                        lrw[li] = t
-                        break
-                    if sends and lpend[lo] >= cap:
-                        blocked = ("send", lo)
-                        lsw[lo] = t
-                        break
-                    if cd == 0:
-                        if recvs:
+                    if op & 2:
+                        if lpend[li] <= 0 or (cd == 0 and not lq[li]):
+                            lrw[li] = t
+                            break
+                        if op & 1 and lpend[lo] >= cap:
+                            lsw[lo] = t
+                            break
+                        if cd == 0:
                             src_of[g] = lq[li].popleft()
-                        record(g)
-                        if sends:
-                            lq[lo].append(g)
-                    if recvs:
+                            record(g)
+                            if op & 1:
+                                lq[lo].append(g)
                         lpend[li] -= 1
                         w = lsw[li]
                         if w >= 0:
                             lsw[li] = -1
                             if not in_ready[w]:
                                 in_ready[w] = True
-                                ready.append(w)
-                    if sends:
+                                push(w)
+                    else:
+                        if lpend[lo] >= cap:
+                            lsw[lo] = t
+                            break
+                        if cd == 0:
+                            record(g)
+                            lq[lo].append(g)
+                    if op & 1:
                         lpend[lo] += 1
                         w = lrw[lo]
                         if w >= 0:
                             lrw[lo] = -1
                             if not in_ready[w]:
                                 in_ready[w] = True
-                                ready.append(w)
+                                push(w)
                     cd += 1
-                if blocked is not None:
+                if cd < calls:
                     break
             # instruction complete
             p = PUB[g]
@@ -295,21 +297,38 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
                     for w in ws:
                         if not in_ready[w]:
                             in_ready[w] = True
-                            ready.append(w)
+                            push(w)
                     ws.clear()
             g += 1
             cd = -1
         pc[t] = g
         cdone[t] = cd
-        if blocked is not None:
-            why[t] = blocked
-        else:
-            why.pop(t, None)
 
     completed = all(pc[t] == ends[t] for t in range(ntb))
     leftover = [(k, len(lq[k])) for k in range(nlinks) if lq[k]] if completed else []
+    why: dict[int, tuple] = {}
+    if not completed:
+        # every unfinished TB still waits for what stopped it (any change to that would have
+        # woken it), so its reason is read off the final state in the loop's order
+        for t in range(ntb):
+            g = pc[t]
+            if g == ends[t]:
+                continue
+            reason = None
+            if cdone[t] < 0 and DEPS[g] is not None:
+                for x, k in DEPS[g]:
+                    if x < 0 or pub[x] < k:
+                        reason = ("dep", x, k)
+                        break
+            if reason is None:
+                op, cd, li, lo = OP[g], max(cdone[t], 0), in_link[t], out_link[t]
+                if op & 2 and (lpend[li] <= 0 or (cd == 0 and not lq[li])):
+                    reason = ("recv", li)
+                else:
+                    reason = ("send", lo)
+            why[t] = reason
     res = Control(completed=completed, cap=cap, order=order, src_of=src_of,
-                  blocked=why if not completed else {}, pcs=pc, leftover=leftover)
+                  blocked=why, pcs=pc, leftover=leftover)
     prog.control[cap] = res
     return res
 

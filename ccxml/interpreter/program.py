@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from operator import add
+from operator import add, mul
 
 from ccxml.collectives import Collective
 from ccxml.findings import Finding
@@ -50,6 +50,8 @@ IS_SEND = [k in SENDS for k in range(K_NONE + 1)]
 IS_LINK = [a or b for a, b in zip(IS_RECV, IS_SEND)]
 IS_READ = [k in READS_SRC for k in range(K_NONE + 1)]
 IS_WRITE = [k in WRITES_DST for k in range(K_NONE + 1)]
+#: per kind: 1 if it sends, + 2 if it receives (the control run's ``op`` of a link instruction)
+LINK_OP = [int(IS_SEND[k]) + 2 * int(IS_RECV[k]) for k in range(K_NONE + 1)]
 
 BUFFER_NAMES = {"i": "input", "o": "output", "s": "scratch"}
 _KINDS = frozenset(KIND_OF)
@@ -112,6 +114,7 @@ class Program:
     line: list = field(default_factory=list)
     cnt: list = field(default_factory=list)
     calls: list = field(default_factory=list)      # primitive calls; 0 for local instructions
+    op: list = field(default_factory=list)         # 0 if calls == 0, else LINK_OP of the kind
     pub: list = field(default_factory=list)        # value published in the TB flag, -1 if none
     deps: list = field(default_factory=list)       # None or ((global tb or -1, value), ...)
     srcbuf: list = field(default_factory=list)
@@ -410,6 +413,7 @@ def lower(schedule: Schedule) -> Program:
     return Program(ngpus=ngpus, gpu_ids=gpu_ids, tbs=tbs, tb_index=tb_index, links=links,
                    cap=link_capacity(schedule), max_allowed=max_allowed, findings=findings,
                    nsteps=nsteps, schedule=schedule, kind=K, s=S, line=LN, cnt=CN, calls=calls,
+                   op=list(map(mul, map(LINK_OP.__getitem__, K), map(bool, calls))),
                    pub=PUB, deps=DEPS, srcbuf=SB, srcoff=SO, dstbuf=DB, dstoff=DO, tb_of=TBOF,
                    fused=fused)
 
