@@ -27,6 +27,40 @@ def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec"
     return to_xml(algo, target), algo
 
 
+def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
+    """(ranks, Topology or None) from the topology options; one clear line on a bad shape."""
+    from ccxml.topology import Topology, TopologyError, load_topology
+    given = [name for name, v in (("--servers/--ranks-per-server", servers or ranks_per_server),
+                                  ("--groups", groups), ("--topology", topology_file)) if v]
+    if len(given) > 1:
+        _fail(f"give only one of {' and '.join(given)}")
+    try:
+        if topology_file:
+            topo = load_topology(topology_file)
+        elif groups:
+            topo = Topology.from_groups(groups)
+        elif servers or ranks_per_server:
+            if not (servers and ranks_per_server):
+                known, k_name = (servers, "--servers") if servers else (ranks_per_server, "--ranks-per-server")
+                if ranks is None:
+                    _fail("give both --servers and --ranks-per-server (or --ranks)")
+                if known < 1 or ranks % known:
+                    _fail(f"--ranks {ranks} is not divisible by {k_name} {known}")
+                servers, ranks_per_server = (known, ranks // known) if servers else (ranks // known, known)
+            topo = Topology.uniform(servers, ranks_per_server)
+        else:
+            return ranks, None
+    except TopologyError as e:
+        _fail(str(e))
+    if topo.nranks is not None:
+        if ranks is None:
+            ranks = topo.nranks
+        elif ranks != topo.nranks:
+            _fail(f"--ranks {ranks} disagrees with the topology {topo.to_attrs()['topology']} "
+                  f"({topo.nranks} ranks)")
+    return ranks, topo
+
+
 @click.command("generate")
 @click.argument("algorithm")
 @click.option("--ranks", "-n", type=int, default=None, help="Number of ranks (GPUs).")
@@ -44,9 +78,15 @@ def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec"
 @click.option("--no-fuse", is_flag=True, help="Do not fuse receive+send into rcs/rrs/rrcs.")
 @click.option("--verify", "do_verify", is_flag=True, help="Verify the written file with the interpreter.")
 @click.option("-o", "--output", default=None, help="Output path, or - for stdout (default out/<algo>_<coll>_<N>.xml).")
+@click.option("--servers", type=int, default=None, help="Hierarchical algorithms: number of servers.")
+@click.option("--ranks-per-server", type=int, default=None, help="Hierarchical algorithms: ranks per server.")
+@click.option("--groups", default=None, help="Hierarchical algorithms: group sizes, e.g. 2,3 or 4x8.")
+@click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
+              help="Hierarchical algorithms: topology file (JSON or TOML).")
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
-             counts, no_fuse, do_verify, output):
+             counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file):
     """Generate ALGORITHM's MSCCL XML for a collective."""
+    ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file)
     if ranks is None:
         _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
     matrix = None
@@ -63,7 +103,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         root = 0
     try:
         text, algo = generate_text(algorithm, coll, ranks, target=target, root=root, counts=matrix,
-                                   merge_rcs=not no_fuse, channels=channels, proto=proto,
+                                   topology=topology, merge_rcs=not no_fuse, channels=channels, proto=proto,
                                    inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
     except ValueError as e:
         _fail(str(e))
