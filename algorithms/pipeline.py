@@ -42,6 +42,21 @@ def _setup(coll: Coll, p: int, topology, options: Options, units: int) -> tuple[
     return prog, s_, m_
 
 
+def _place_intra(up: ph.LanePhase, down: ph.LanePhase, pairs) -> dict[tuple[int, int], int]:
+    """Channels of intra-server transfers: toward higher ranks on ``up``, lower on ``down``.
+
+    The two directions between a pair of ranks then sit in two one-way thread blocks. In one
+    full-duplex TB one side would issue its receive before its send (the ordering pass cannot
+    move a send that waits on another TB), and the exchange would run in lock-step, one
+    direction at a time.
+    """
+    ups = [(a, b) for a, b in pairs if a < b]
+    downs = [(a, b) for a, b in pairs if a > b]
+    cu = up.place(ups) if ups else -1
+    cd = down.place(downs) if downs else -1
+    return {(a, b): (cu if a < b else cd) for a, b in pairs}
+
+
 def _place_from(phase: ph.LanePhase, server: int, pairs) -> int:
     """Channel of one server's inter-server sends. Placed per sending server, so that with two
     servers (where s+1 = s−1) the two directions get separate thread blocks and run at once."""
@@ -53,8 +68,17 @@ def _gather_slots(s_: int, m_: int, lanes: ph.Lanes, loc, first, direction: int)
 
     ``loc(rank, block)`` is where a block lives, ``first(rank)`` where a rank reads its own block.
     """
-    inter, intra = lanes.phase(), lanes.phase()
+    # A rank's inter receive and its inter forward must sit in different thread blocks: fused
+    # into one rcs step, the block's flag would be published only after the forward, and the
+    # intra copies of slot t would wait for the inter transfer of slot t. So the ring's links
+    # alternate between two phases (three for an odd ring), which never share a thread block.
+    inters = [lanes.phase() for _ in range(3)]
+    up, down = lanes.phase(), lanes.phase()
     rank = lambda s, i: (s % s_) * m_ + i  # noqa: E731
+
+    def inter_of(s: int) -> ph.LanePhase:
+        return inters[2] if s_ % 2 and s == s_ - 1 else inters[s % 2]
+
     for t in range(s_):
         held = {}                                   # (s, i) -> block it forwards in slot t
         for s in range(s_):
@@ -63,19 +87,19 @@ def _gather_slots(s_: int, m_: int, lanes: ph.Lanes, loc, first, direction: int)
                 held[(s, i)] = (b, first(rank(s, i)) if t == 0 else loc(rank(s, i), b))
         if t < s_ - 1:
             for s in range(s_):
-                chan = _place_from(inter, s, [(rank(s, i), rank(s + direction, i)) for i in range(m_)])
+                chan = inter_of(s).place([(rank(s, i), rank(s + direction, i)) for i in range(m_)])
                 for i in range(m_):
                     b, data = held[(s, i)]
                     ph.copy(data, loc(rank(s + direction, i), b), chan)
         if m_ > 1:
             pairs = [(rank(s, i), rank(s, j)) for s in range(s_) for i in range(m_) for j in range(m_) if i != j]
-            chan = intra.place(pairs)
+            chans = _place_intra(up, down, pairs)
             for s in range(s_):
                 for i in range(m_):
                     b, data = held[(s, i)]
                     for j in range(m_):
                         if j != i:
-                            ph.copy(data, loc(rank(s, j), b), chan)
+                            ph.copy(data, loc(rank(s, j), b), chans[(rank(s, i), rank(s, j))])
 
 
 def _reduce_slots(s_: int, m_: int, lanes: ph.Lanes, src, acc, final) -> None:
@@ -84,7 +108,7 @@ def _reduce_slots(s_: int, m_: int, lanes: ph.Lanes, src, acc, final) -> None:
     ``src(rank, block)`` is a rank's contribution, ``acc(rank, block)`` its staging copy,
     ``final(rank)`` where the rank's own complete block goes.
     """
-    inter, intra = lanes.phase(), lanes.phase()
+    inter, up, down = lanes.phase(), lanes.phase(), lanes.phase()
     rank = lambda s, i: (s % s_) * m_ + i  # noqa: E731
     cur: dict[tuple[int, int], tuple] = {}
 
@@ -99,14 +123,15 @@ def _reduce_slots(s_: int, m_: int, lanes: ph.Lanes, src, acc, final) -> None:
         x = {(s, i): rank(s + 1 + t, i) for s in range(s_) for i in range(m_)}     # X_t
         if m_ > 1:
             pairs = [(rank(s, j), rank(s, i)) for s in range(s_) for i in range(m_) for j in range(m_) if i != j]
-            chan = intra.place(pairs)
+            chans = _place_intra(up, down, pairs)
             for s in range(s_):
                 for i in range(m_):
                     r, b = rank(s, i), x[(s, i)]
                     peers = [j for j in range(m_) if j != i]
                     for n, j in enumerate(peers):
                         last = t == 0 and n == len(peers) - 1
-                        cur[(r, b)] = ph.reduce(src(rank(s, j), b), value(r, b), into(r, b, last), chan)
+                        cur[(r, b)] = ph.reduce(src(rank(s, j), b), value(r, b), into(r, b, last),
+                                                chans[(rank(s, j), r)])
         if t >= 1:
             for s in range(s_):
                 chan = _place_from(inter, s, [(rank(s + 1, i), rank(s, i)) for i in range(m_)])
@@ -169,7 +194,7 @@ def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
         land = (ph.Space(prog, Buffer.SCRATCH, p, instances=k_, instance=c, base=k_ * staging)
                 if options.inplace else out)
         lanes = ph.Lanes(k_, c)
-        inter, intra = lanes.phase(), lanes.phase()
+        inter, up, down = lanes.phase(), lanes.phase(), lanes.phase()
 
         def staged(r: int, t: int, j: int):
             """Where r keeps, after inter slot t, the block for local rank j of its server."""
@@ -185,15 +210,16 @@ def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
                         ph.copy(inp(rank(s, i), dst_s * m_, dst_s * m_ + m_),
                                 scr(rank(dst_s, i), t * m_, t * m_ + m_), chan)
             # intra slot t: the block for (s, i) that originated at ((s − t) mod S, j)
-            chan = intra.place([(rank(s, j), rank(s, i)) for s in range(s_) for i in range(m_)
-                                for j in range(m_) if i != j]) if m_ > 1 else c
+            chans = _place_intra(up, down, [(rank(s, j), rank(s, i)) for s in range(s_)
+                                            for i in range(m_) for j in range(m_) if i != j])
             for s in range(s_):
                 for i in range(m_):
                     for j in range(m_):
                         src_rank = rank(s - t, j)
                         data = (inp(rank(s, j), rank(s, i), rank(s, i) + 1) if t == 0
                                 else staged(rank(s, j), t - 1, i))
-                        ph.copy(data, land(rank(s, i), src_rank, src_rank + 1), chan)
+                        ph.copy(data, land(rank(s, i), src_rank, src_rank + 1),
+                                chans.get((rank(s, j), rank(s, i)), c))
         if land is not out:
             for r in range(p):
                 ph.copy(land(r, 0, p), out(r, 0, p), c)
