@@ -204,7 +204,7 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, cache) -> None
     chan_max = _chan_accepted(p)
     nodes = 1 + len(s.gpus)
     for tb in g.tbs:
-        nodes += 1 + len(tb.steps)
+        nodes += 1 + tb.nsteps
         b = tb.id
         for m in miss.get(("tb", tb.line), ()):
             add(Finding("missing-attribute", f"{pre}Attribute {m.attr} of node tb not found",
@@ -236,8 +236,8 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, cache) -> None
             if nrecv[tb.chan] == MAX_TBS_PER_CHAN_DIR + 1:
                 add(Finding("too-many-tbs-per-channel", f"{pre}more than {MAX_TBS_PER_CHAN_DIR} "
                             f"TBs receive on channel {tb.chan}", gpu=r, tb=b, line=tb.line))
-        if len(tb.steps) > MAX_SUBS:
-            add(Finding("too-many-children", f"{pre}{len(tb.steps)} <step> elements in one TB "
+        if tb.nsteps > MAX_SUBS:
+            add(Finding("too-many-children", f"{pre}{tb.nsteps} <step> elements in one TB "
                                              f"(max {MAX_SUBS})", gpu=r, tb=b, line=tb.line))
         max_s = p.max_steps_per_tb
         cols = _columns(tb, cache)
@@ -249,7 +249,7 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, cache) -> None
                 if i is not None:
                     add(Finding("too-many-steps", f"{pre}too many steps are requested. Max number "
                                                   f"of steps: {max_s}, requested: {cols.s[i] + 1}",
-                                gpu=r, tb=b, step=i, line=tb.steps[i].line))
+                                gpu=r, tb=b, step=i, line=cols.line[i]))
                 elif len(cols.s) <= MAX_SUBS:
                     add(Finding("too-many-steps", f"{pre}{len(cols.s)} steps in threadblock {b} "
                                                   f"(max {max_s})", gpu=r, tb=b, line=tb.line))
@@ -417,30 +417,23 @@ def safety_findings(s: Schedule, profile: Profile | str, _cache: dict | None = N
 class _Cols:
     """A TB's steps as columns, so most checks run as C-level min/max/set operations."""
     __slots__ = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "hasdep",
-                 "types")
+                 "line", "types")
 
-    def __init__(self, steps):
-        # one list per field: no per-step allocation (small ints and strings are shared)
-        self.s = [x.s for x in steps]
-        self.type = [x.type for x in steps]
-        self.srcbuf = [x.srcbuf for x in steps]
-        self.srcoff = [x.srcoff for x in steps]
-        self.dstbuf = [x.dstbuf for x in steps]
-        self.dstoff = [x.dstoff for x in steps]
-        self.cnt = [x.cnt for x in steps]
-        self.depid = [x.depid for x in steps]
-        self.hasdep = [x.hasdep for x in steps]
+    def __init__(self, tb):
+        # the loader's columns (or columns built from the step objects): no per-step work
+        (self.s, self.type, self.srcbuf, self.srcoff, self.dstbuf, self.dstoff, self.cnt,
+         self.depid, _deps, self.hasdep, self.line) = tb.columns()
         self.types = set(self.type)
 
 
 def _columns(tb, cache: dict | None) -> _Cols:
     """The TB's columns, shared between the runtime and safety passes of one check() call."""
     if cache is None:
-        return _Cols(tb.steps)
+        return _Cols(tb)
     hit = cache.get(id(tb))
     if hit is not None and hit[0] is tb:
         return hit[1]
-    cols = _Cols(tb.steps)
+    cols = _Cols(tb)
     cache[id(tb)] = (tb, cols)      # keeps tb alive, so its id cannot be reused meanwhile
     return cols
 
@@ -479,16 +472,16 @@ def _runtime_clean(g: ScheduleGPU, c: _Cols, miss) -> bool:
 
 def _tb_safety(s, p, g, tbs, tb, add, sent, recvd, cache=None) -> None:
     r, b = g.id, tb.id
-    steps = tb.steps
     c = _columns(tb, cache)
-    if steps and _safety_clean(g, tb, c):
+    if c.s and _safety_clean(g, tb, c):
         if tb.send >= 0:
             sent.setdefault((r, tb.send, tb.chan), []).extend(
-                [n for t, n in zip(c.type, c.cnt) if t in _SENDS])
+                c.cnt if c.types <= _SENDS else compress(c.cnt, map(_SENDS.__contains__, c.type)))
         if tb.recv >= 0:
             recvd.setdefault((tb.recv, r, tb.chan), []).extend(
-                [n for t, n in zip(c.type, c.cnt) if t in _RECEIVES])
+                c.cnt if c.types <= _RECEIVES else compress(c.cnt, map(_RECEIVES.__contains__, c.type)))
         return
+    steps = tb.steps
     chain_len = 0
     chain_cnt = None
     prev = None
@@ -550,7 +543,7 @@ def _safety_clean(g: ScheduleGPU, tb, c: _Cols) -> bool:
     """True when no per-step safety rule can fire for this TB (conservative, C-speed)."""
     if "nop" in c.types or "re" in c.types or max(c.depid) >= 0 or min(c.cnt) <= 0:
         return False
-    if c.s != list(range(len(c.s))):
+    if list(c.s) != list(range(len(c.s))):
         return False
     if (tb.send < 0 and c.types & _SENDS) or (tb.recv < 0 and c.types & _RECEIVES):
         return False

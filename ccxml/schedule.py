@@ -111,8 +111,8 @@ class ScheduleTB:
             return self._cols
         if not self._steps:
             return ((),) * len(STEP_COLUMNS)
-        return tuple(zip(*[(x.s, x.type, x.srcbuf, x.srcoff, x.dstbuf, x.dstoff, x.cnt, x.depid,
-                            x.deps, x.hasdep, x.line) for x in self._steps]))
+        return tuple(map(list, zip(*[(x.s, x.type, x.srcbuf, x.srcoff, x.dstbuf, x.dstoff, x.cnt,
+                                      x.depid, x.deps, x.hasdep, x.line) for x in self._steps])))
 
     def __repr__(self) -> str:
         return (f"ScheduleTB(id={self.id}, send={self.send}, recv={self.recv}, chan={self.chan}, "

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from operator import add, mul
+from itertools import compress
+from operator import add, mul, sub
 
 from ccxml.collectives import Collective
 from ccxml.findings import Finding
@@ -342,7 +343,7 @@ def lower(schedule: Schedule) -> Program:
         uses_recv = not kinds.isdisjoint(RECEIVES)
         if uses_send or uses_recv:
             if max_allowed == 1 and kinds <= RECEIVES | SENDS:
-                calls[a:b] = [c if c > 0 else 0 for c in CN[a:b]]
+                calls[a:b] = CN[a:b] if min(CN[a:b]) >= 0 else [c if c > 0 else 0 for c in CN[a:b]]
             else:
                 for g in range(a, b):
                     if IS_LINK[K[g]]:
@@ -377,10 +378,13 @@ def lower(schedule: Schedule) -> Program:
                 findings.append(Finding(
                     "shared-connection", f"{who} all use the {side} side of link {ln.name()}: they share "
                     "one FIFO, which corrupts data or hangs", gpu=tbs[lst[0]].gpu, tb=tbs[lst[1]].id))
-        sends = [g for t in ln.senders for g in range(tbs[t].start, tbs[t].end) if IS_SEND[K[g]]]
-        recvs = [g for t in ln.receivers for g in range(tbs[t].start, tbs[t].end) if IS_RECV[K[g]]]
-        scnt = [CN[g] for g in sends]
-        rcnt = [CN[g] for g in recvs]
+        sends, recvs = [], []
+        for lst, out, table in ((ln.senders, sends, IS_SEND), (ln.receivers, recvs, IS_RECV)):
+            for t in lst:
+                x, y = tbs[t].start, tbs[t].end
+                out.extend(compress(range(x, y), map(table.__getitem__, K[x:y])))
+        scnt = list(map(CN.__getitem__, sends))
+        rcnt = list(map(CN.__getitem__, recvs))
         m = min(len(scnt), len(rcnt))
         if scnt[:m] != rcnt[:m]:
             for a, b in zip(sends, recvs):
@@ -505,6 +509,10 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
     # per gpu: the locations each TB touches (to find the shared ones) and the written ones
     touched_by_gpu: dict[int, list] = {}
     touched_of: dict[int, set] = {}
+    tbs_on_gpu: dict[int, int] = {}
+    for tb in prog.tbs:
+        if tb.end > tb.start:
+            tbs_on_gpu[tb.gpu] = tbs_on_gpu.get(tb.gpu, 0) + 1
     written_by_gpu: dict[int, set] = {}
     for t, tb in enumerate(prog.tbs):
         a, b = tb.start, tb.end
@@ -517,9 +525,13 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
             k, base = lay[letter]
             buf = buffers[k]
             lim[letter] = (buf.loc_base + base, buf.loc_base + buf.size, buf.size - base)
-        touched: set = set()
-        written: set = set()
+        # which locations a TB touches matters only when its GPU runs other TBs
+        touched = written = None
+        if tbs_on_gpu[tb.gpu] > 1:
+            touched, written = set(), set()
         if not _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touched, written):
+            if touched is None:
+                touched, written = set(), set()
             for g in range(a, b):
                 kd, cnt = K[g], CN[g]
                 if cnt <= 0:
@@ -546,9 +558,12 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
                         dst_loc[g] = l0 + off
                         touched.update(range(l0 + off, l0 + off + cnt))
                         written.update(range(l0 + off, l0 + off + cnt))
-        for g in range(a, b):
-            if CN[g] <= 0:
-                dkind[g] = K_NONE
+        if min(CN[a:b]) <= 0:
+            for g in range(a, b):
+                if CN[g] <= 0:
+                    dkind[g] = K_NONE
+        if tbs_on_gpu[tb.gpu] < 2:
+            continue
         touched_by_gpu.setdefault(tb.gpu, []).append((t, touched))
         touched_of[t] = touched
         w = written_by_gpu.get(tb.gpu)
@@ -608,31 +623,49 @@ def _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touch
     """Address TB instructions a..b-1 in bulk when every access is one chunk and in bounds.
 
     Returns False (and changes nothing) when that does not hold; the caller then goes step by
-    step, which also reports out-of-bounds accesses in program order.
+    step, which also reports out-of-bounds accesses in program order. ``touched``/``written``
+    are filled only when not None.
     """
     cnts = CN[a:b]
-    if not (min(cnts) == 1 == max(cnts)) or any(g in fused for g in range(a, b) if K[g] == K_RE):
+    if not (min(cnts) == 1 == max(cnts)):
+        return False
+    if fused and any(g in fused for g in range(a, b)):
         return False
     okind = K[a:b]
-    lo = {x: v[0] for x, v in lim.items()}
-    hi = {x: v[1] for x, v in lim.items()}
-    sides = []
-    for bufs, offs, uses in ((SB, SO, IS_READ), (DB, DO, IS_WRITE)):
-        idx = [g for g, kd in zip(range(a, b), okind) if uses[kd]]
-        if not idx:
-            sides.append((idx, ()))
-            continue
-        letters = [bufs[g] for g in idx]
-        locs = list(map(add, map(lo.__getitem__, letters), [offs[g] for g in idx]))
-        if (min(map(int.__sub__, locs, map(lo.__getitem__, letters))) < 0 or
-                min(map(int.__sub__, map(hi.__getitem__, letters), locs)) < 1):
-            return False
-        sides.append((idx, locs))
-    for (idx, locs), out in zip(sides, (src_loc, dst_loc)):
-        for g, loc in zip(idx, locs):
-            out[g] = loc
-        touched.update(locs)
-    written.update(sides[1][1])
+    kinds = set(okind)
+    out = []
+    for bufs, offs, uses in ((SB[a:b], SO[a:b], IS_READ), (DB[a:b], DO[a:b], IS_WRITE)):
+        letters = set(bufs)
+        if len(letters) == 1:
+            l0, l1, _ = lim[bufs[0]]
+            locs = list(map(l0.__add__, offs))
+        else:
+            lo = {x: v[0] for x, v in lim.items()}
+            locs = list(map(add, map(lo.__getitem__, bufs), offs))
+        if all(uses[k] for k in kinds):
+            mask = None
+            used_offs, used_locs = offs, locs
+        else:
+            mask = list(map(uses.__getitem__, okind))
+            used_offs, used_locs = list(compress(offs, mask)), list(compress(locs, mask))
+        if used_offs:
+            if min(used_offs) < 0:
+                return False
+            if len(letters) == 1:
+                if max(used_locs) >= l1:
+                    return False
+            else:
+                hi = {x: v[1] for x, v in lim.items()}
+                ubufs = bufs if mask is None else list(compress(bufs, mask))
+                if min(map(sub, map(hi.__getitem__, ubufs), used_locs)) < 1:
+                    return False
+        out.append((locs, used_locs))
+    src_loc[a:b] = out[0][0]
+    dst_loc[a:b] = out[1][0]
+    if touched is not None:
+        touched.update(out[0][1])
+        touched.update(out[1][1])
+        written.update(out[1][1])
     return True
 
 
