@@ -1,0 +1,80 @@
+"""Pipeline (issue 5): every schedule verifies on the issue's shapes and profiles, the slots
+really overlap (simulated time = S transfer times, not 2S−1), and bad shapes are one-line errors."""
+from __future__ import annotations
+
+import pytest
+
+from ccxml.algorithm import AlgorithmError, Options
+from ccxml.algorithms import pipeline
+from ccxml.interpreter import verify
+from ccxml.topology import LinkLevel, Topology
+from ccxml.wire import PROFILES, Coll
+
+SHAPES = [(2, 2), (2, 4), (3, 2), (4, 4), (5, 1), (1, 5)]
+
+
+def _check(coll: Coll, s: int, m: int, target: str, inplace: bool = False, channels: int = 1):
+    topo = Topology.uniform(s, m)
+    text = pipeline.COLLECTIVES[coll](s * m, topology=topo,
+                                      options=Options(inplace=inplace, channels=channels)).to_xml(target)
+    rep = verify(text, target=target)
+    assert rep.ok, f"{coll.value} {s}x{m} {target} inplace={inplace}: {rep.first_reason}"
+    form = "in-place" if inplace else "out-of-place"
+    assert rep.stats["per_form"][form]["chunks_checked"] > 0
+    assert 'topology="%s"' % topo.to_attrs()["topology"] in text
+    return text
+
+
+@pytest.mark.parametrize("target", sorted(PROFILES))
+@pytest.mark.parametrize("coll", list(pipeline.COLLECTIVES), ids=lambda c: c.value)
+def test_every_pipeline_schedule_verifies(coll, target):
+    for s, m in SHAPES:
+        _check(coll, s, m, target)
+        if target == "exec":
+            _check(coll, s, m, target, inplace=True)
+
+
+def test_pipeline_8x8_verifies():
+    _check(Coll.ALLREDUCE, 8, 8, "exec")
+
+
+def test_pipeline_channels_verify():
+    for coll in pipeline.COLLECTIVES:
+        _check(coll, 3, 2, "exec", channels=2)
+
+
+@pytest.mark.parametrize("coll", [Coll.ALLGATHER, Coll.REDUCESCATTER, Coll.ALLREDUCE])
+def test_slots_overlap(coll):
+    """With equal intra and inter links a slot's transfers take one transfer time t each.
+    Overlapped, S slots take about S·t (AllReduce 2S·t); with the intra part of a slot waiting
+    for its inter part they would take (2S−1)·t (AllReduce twice that)."""
+    from ccxml.commands_simulate import algorithm_schedule
+    from ccxml.simulator import simulate_schedule
+    level = LinkLevel(alpha=1e-6, beta=1e-10)
+    halves = 2 if coll is Coll.ALLREDUCE else 1
+    for s, m in [(3, 2), (3, 3), (4, 4)]:
+        topo = Topology.uniform(s, m, intra=level, inter=level)
+        sched = algorithm_schedule("pipeline", coll.value, s * m, topology=topo, target="legacy")
+        n = 2 ** 26
+        slots = simulate_schedule(sched, n, topo).time_s / level.transfer(n / (s * m))
+        assert slots <= halves * (s + 1) + 1e-6, f"{coll.value} {s}x{m}: {slots:.3f} transfer times"
+        assert slots < halves * (2 * s - 1) - 0.5, f"{coll.value} {s}x{m}: {slots:.3f}: not overlapped"
+
+
+def test_bad_shapes_are_clear_errors():
+    with pytest.raises(AlgorithmError, match="needs a topology"):
+        pipeline.allgather(4)
+    with pytest.raises(AlgorithmError, match="equal size"):
+        pipeline.allgather(5, topology=Topology.from_groups([2, 3]))
+    with pytest.raises(AlgorithmError, match="add up to 8 ranks, but the schedule has 6"):
+        pipeline.allgather(6, topology=Topology.uniform(2, 4))
+
+
+def test_rccl_limit_error_says_so():
+    """Too many thread blocks for RCCL: the error names the profile and its limit."""
+    from ccxml.passes import LimitError
+    build = lambda: pipeline.alltoall(16, topology=Topology.uniform(4, 4),  # noqa: E731
+                                      options=Options(channels=8))
+    with pytest.raises(LimitError, match="thread blocks; the rccl limit is 64"):
+        build().to_xml("rccl")
+    assert verify(build().to_xml("exec"), target="exec").ok     # exec takes the same schedule
