@@ -77,6 +77,7 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
               help="alltoallv: CSV file with a PxP matrix of chunk counts.")
 @click.option("--no-fuse", is_flag=True, help="Do not fuse receive+send into rcs/rrs/rrcs.")
 @click.option("--verify", "do_verify", is_flag=True, help="Verify the written file with the interpreter.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("-o", "--output", default=None, help="Output path, or - for stdout (default out/<algo>_<coll>_<N>.xml).")
 @click.option("--servers", type=int, default=None, help="Hierarchical algorithms: number of servers.")
 @click.option("--ranks-per-server", type=int, default=None, help="Hierarchical algorithms: ranks per server.")
@@ -84,8 +85,10 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
 @click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
               help="Hierarchical algorithms: topology file (JSON or TOML).")
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
-             counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file):
+             counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
+             quiet=False):
     """Generate ALGORITHM's MSCCL XML for a collective."""
+    from ccxml.progress import Progress        # a bar on a terminal for runs over 1 s
     ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file)
     if ranks is None:
         _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
@@ -102,9 +105,11 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     if Coll(coll).rooted and root is None:
         root = 0
     try:
-        text, algo = generate_text(algorithm, coll, ranks, target=target, root=root, counts=matrix,
-                                   topology=topology, merge_rcs=not no_fuse, channels=channels, proto=proto,
-                                   inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
+        with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
+            text, algo = generate_text(algorithm, coll, ranks, target=target, root=root, counts=matrix,
+                                       topology=topology, merge_rcs=not no_fuse, channels=channels, proto=proto,
+                                       inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
+            bar.update(1)
     except ValueError as e:
         _fail(str(e))
     if output == "-":
@@ -126,7 +131,9 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                err=output == "-")
     if do_verify:
         from ccxml.interpreter import verify as run_verify
-        report = run_verify(text, target=target, root=root, counts=matrix)
+        with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
+            report = run_verify(text, target=target, root=root, counts=matrix)
+            bar.update(1)
         if not report.ok:
             click.echo(f"FAIL {where}: {report.first_reason}", err=True)
             sys.exit(1)

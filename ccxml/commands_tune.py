@@ -106,8 +106,7 @@ def tune(ranks, topology_file, colls, target, min_bytes, max_bytes, factor, algo
         check_directory(output)                      # fail before the work, not after
         jobs = len(cfg.colls) * len(cfg.forms)
         with Progress(jobs, f"tuning {ranks} ranks", quiet=quiet) as bar:
-            bar.item = f"{cfg.colls[0]} {cfg.forms[0]}"
-            result = run_tune(cfg, on_step=lambda label: bar.update(1, label))
+            result = run_tune(cfg, on_step=lambda done, label: bar.update(done - bar.pos, label))
         mpath = write_algo_dir(result, output)
     except TuneError as e:
         raise click.ClickException(str(e)) from None

@@ -37,28 +37,34 @@ def _load_counts(path: str):
 @click.option("--counts", "counts_path", type=click.Path(dir_okay=False), default=None,
               help="alltoallv: CSV matrix of chunk counts M[i][j] sent from rank i to rank j.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full reports as JSON.")
-def verify(files, target, coll, root, inplace, counts_path, as_json):
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def verify(files, target, coll, root, inplace, counts_path, as_json, quiet):
     """Load and prove MSCCL XML FILES: deadlocks, races, postconditions, loader rules."""
     from ccxml.interpreter import verify as run_verify
 
     counts = _load_counts(counts_path) if counts_path else None
+    from ccxml.progress import Progress
+
     reports = []
-    for path in files:
-        if not os.path.isfile(path):
-            raise click.UsageError(f"{path}: no such file")
-        try:
-            rep = run_verify(path, target=target, coll=coll, root=root, inplace=inplace, counts=counts)
-        except OSError as e:
-            raise click.UsageError(f"{path}: {e.strerror or e}") from None
-        except ValueError as e:          # LoadError and friends: unusable input
-            msg = str(e)
-            raise click.UsageError(msg if path in msg else f"{path}: {msg}") from None
-        reports.append(rep)
-        if not as_json:
-            if rep.ok:
-                click.echo(f"PASS {path} ({rep.summary()})")
-            else:
-                click.echo(f"FAIL {path}: {rep.first_reason}")
+    with Progress(len(files), "verifying", quiet=quiet, delay=1.0) as bar:   # a terminal only
+        for path in files:
+            bar.update(0, os.path.basename(path))
+            if not os.path.isfile(path):
+                raise click.UsageError(f"{path}: no such file")
+            try:
+                rep = run_verify(path, target=target, coll=coll, root=root, inplace=inplace, counts=counts)
+            except OSError as e:
+                raise click.UsageError(f"{path}: {e.strerror or e}") from None
+            except ValueError as e:          # LoadError and friends: unusable input
+                msg = str(e)
+                raise click.UsageError(msg if path in msg else f"{path}: {msg}") from None
+            reports.append(rep)
+            if not as_json:
+                if rep.ok:
+                    bar.echo(f"PASS {path} ({rep.summary()})")
+                else:
+                    bar.echo(f"FAIL {path}: {rep.first_reason}")
+            bar.update(1)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in reports], indent=2))
     return 0 if all(r.ok for r in reports) else 1

@@ -2,12 +2,14 @@
 
 :class:`Progress` draws on standard error only when that is a terminal and the user did not ask
 for ``--quiet``; piped or redirected runs (and tests) see nothing. With ``delay`` the bar appears
-only once the work has taken that many seconds, so fast runs of a command stay uncluttered.
+only once the work has taken that many seconds (a timer draws it even if no unit has finished
+yet, e.g. one long verification), so fast runs of a command stay uncluttered.
 :meth:`Progress.echo` prints a line without tearing the bar apart.
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import IO
 
@@ -42,53 +44,75 @@ class Progress:
         self.item: str | None = None
         self._bar = None
         self._t0 = 0.0
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
 
     # -- context ---------------------------------------------------------------------------
     def __enter__(self) -> "Progress":
         self._t0 = time.monotonic()
-        if self.enabled and self.delay <= 0:
-            self._show()
+        if self.enabled:
+            if self.delay <= 0:
+                self._show()
+            else:
+                self._timer = threading.Timer(self.delay, self._late_show)
+                self._timer.daemon = True
+                self._timer.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _late_show(self) -> None:
+        with self._lock:
+            if self.enabled and self._bar is None:
+                self._show()
+
     def close(self) -> None:
         """Finish the bar (its line is left complete) and stop drawing."""
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
-        self.enabled = False
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            if self._bar is not None:
+                self._bar.__exit__(None, None, None)
+                self._bar = None
+            self.enabled = False
 
     # -- drawing ---------------------------------------------------------------------------
     def _show(self) -> None:
         self._bar = click.progressbar(length=self.length, label=self.label, file=self.file,
-                                      item_show_func=lambda _: self.item, show_eta=False)
+                                      item_show_func=lambda item: item, show_eta=False)
         self._bar.__enter__()
+        self._bar.current_item = self.item
         if self.pos:
             self._bar.update(self.pos)
+        else:
+            self._bar.render_progress()
 
     def update(self, n: int = 1, item: str | None = None) -> None:
-        """``n`` more units are done; ``item`` (optional) names what runs next."""
-        self.pos += n
-        if item is not None:
+        """``n`` more units are done (0 is fine); ``item`` names what runs next (None: nothing)."""
+        with self._lock:
+            self.pos += n
             self.item = item
-        if not self.enabled:
-            return
-        if self._bar is None:
-            if time.monotonic() - self._t0 < self.delay:
+            if not self.enabled:
                 return
-            self._show()
-            return
-        self._bar.update(n)
+            if self._bar is None:
+                if time.monotonic() - self._t0 >= self.delay:
+                    self._show()
+                return
+            self._bar.current_item = item
+            if n:
+                self._bar.update(n)
+            else:
+                self._bar.render_progress()
 
     def echo(self, message: str, err: bool = False) -> None:
         """Print ``message`` (to stdout, or stderr with ``err``) above the bar."""
-        if self._bar is None:
+        with self._lock:
+            if self._bar is None:
+                click.echo(message, err=err)
+                return
+            self.file.write("\r\033[K")
+            self.file.flush()
             click.echo(message, err=err)
-            return
-        self.file.write("\r\033[K")
-        self.file.flush()
-        click.echo(message, err=err)
-        self._bar._last_line = None          # force a redraw below the new line
-        self._bar.render_progress()
+            self._bar._last_line = None          # force a redraw below the new line
+            self._bar.render_progress()

@@ -251,10 +251,11 @@ def _verdict(report, target: str) -> dict:
             "tbs": report.stats.get("tbs", 0), "warnings": warnings}
 
 
-def tune(cfg: TuneConfig, on_step: Callable[[str], None] | None = None) -> TuneResult:
+def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = None) -> TuneResult:
     """Choose, build and verify the files of an algorithm directory for ``cfg``.
 
-    ``on_step(label)`` is called after each (collective, form) is done. Raises :class:`TuneError`
+    ``on_step(done, label)`` reports progress: before each (collective, form) with the number
+    done so far and its label, and once at the end with ``(total, None)``. Raises :class:`TuneError`
     when no file at all can be produced.
     """
     from ccxml.interpreter import verify
@@ -268,9 +269,13 @@ def tune(cfg: TuneConfig, on_step: Callable[[str], None] | None = None) -> TuneR
     sizes = cfg.sample_sizes()
     hi_probe = sizes[-1]
     res = TuneResult(cfg)
+    done = 0
     for coll in cfg.colls:
         names = candidates(coll, cfg)
         for form in cfg.forms:
+            if on_step:
+                on_step(done, f"{coll} {form}")
+            done += 1
             inplace = FORMS[form]
             schedules = {}
             for name in names:
@@ -285,8 +290,6 @@ def tune(cfg: TuneConfig, on_step: Callable[[str], None] | None = None) -> TuneR
             if not schedules:
                 res.notes.append(f"{coll} {form}: no available algorithm can run it on "
                                  f"{cfg.ranks} ranks here; the runtime falls back to NCCL")
-                if on_step:
-                    on_step(f"{coll} {form}")
                 continue
             ranker = _Ranker(schedules, cfg.topology)
             verified: dict[tuple[str, int, int], tuple[str, object]] = {}
@@ -314,8 +317,6 @@ def tune(cfg: TuneConfig, on_step: Callable[[str], None] | None = None) -> TuneR
             if not ranker.active:
                 res.notes.append(f"{coll} {form}: every candidate failed verification; "
                                  f"no file written")
-                if on_step:
-                    on_step(f"{coll} {form}")
                 continue
             width = max(2, len(str(len(wins) - 1)))
             for i, (lo, hi, name) in enumerate(wins):
@@ -331,8 +332,8 @@ def tune(cfg: TuneConfig, on_step: Callable[[str], None] | None = None) -> TuneR
                     algorithm=name, min_bytes=lo, max_bytes=hi, text=text,
                     nchunksperloop=sched.nchunksperloop, nchannels=sched.nchannels,
                     proto=sched.proto, verdict=_verdict(rep, cfg.target), simulated=simulated))
-            if on_step:
-                on_step(f"{coll} {form}")
+    if on_step:
+        on_step(done, None)
     if not res.files:
         raise TuneError("no file could be produced: " + ("; ".join(res.notes) or "no candidates"))
     return res

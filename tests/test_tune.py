@@ -298,6 +298,19 @@ def test_progress_draws_on_a_terminal_only():
     with Progress(3, "slow", file=delayed, delay=60) as bar:
         bar.update(3)
     assert delayed.getvalue() == ""            # finished before the delay: never drawn
+    waiting = _Tty()
+    with Progress(1, "one long step", file=waiting, delay=0.05):
+        import time
+        time.sleep(0.3)                        # no update: the timer draws it anyway
+    assert "one long step" in waiting.getvalue()
+
+
+def test_verify_and_generate_take_quiet(tmp_path):
+    out = tmp_path / "r.xml"
+    res = run(["generate", "ring", "--ranks", "4", "-o", str(out), "--verify", "--quiet"])
+    assert res.exit_code == 0 and "PASS" in res.output and "generating" not in res.output
+    res = run(["verify", "--quiet", str(out)])
+    assert res.exit_code == 0 and res.output.startswith("PASS") and "verifying" not in res.output
 
 
 def test_tune_output_has_no_bar_when_piped(ring_rhd):
