@@ -157,6 +157,47 @@ _INT_CACHE = {str(k): k for k in range(-1, 4097)}
 _INT_CACHE_MAX = 1 << 20
 
 
+#: "0", "1", ...: a canonical step index column is a prefix of this
+_S_STRS = [str(k) for k in range(1024)]
+_S_INTS = list(range(1024))
+
+
+_PREFIX_STEP = (r'\n *<step s=' + _V + ' type=' + _V + ' srcbuf=' + _V + ' srcoff=' + _V + ' dstbuf='
+                + _V + ' dstoff=' + _V)
+_TAIL_CACHE: dict = {}
+
+
+def _constant_tail_rows(text: str, a: int, b: int, n: int):
+    """(rows of the 6 leading values, the 4 trailing value strings) when all ``n`` canonical step
+    lines in text[a:b] end with the same ``cnt=... hasdep=.../>`` text, else None."""
+    m = _FAST_STEP.match(text, a, b)
+    if m is None:
+        return None
+    tail = text[m.start(7) - 6:m.end()]          # ' cnt="..." ... />'
+    if text.count(tail, a, b) != n:
+        return None
+    rx = _TAIL_CACHE.get(tail)
+    if rx is None:
+        if len(_TAIL_CACHE) > 64:
+            _TAIL_CACHE.clear()
+        rx = _TAIL_CACHE[tail] = re.compile(_PREFIX_STEP + re.escape(tail))
+    rows = rx.findall(text, a, b)
+    if len(rows) != n:
+        return None
+    return rows, m.group(7, 8, 9, 10)
+
+
+def _int_column(col: list, get, ints: dict) -> list:
+    """Integers of a column of number strings (KeyError for one not in ``ints``)."""
+    n = len(col)
+    first = col[0]
+    if col.count(first) == n:              # constant column (or a tail value): one lookup
+        return [get(first)] * n
+    if n <= len(_S_STRS) and first == "0" and col == _S_STRS[:n]:
+        return _S_INTS[:n]
+    return list(map(get, col))
+
+
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
@@ -479,15 +520,26 @@ class _Reader:
         if (n == 0 or text[a] != "\n" or text[b - 1] != ">" or text.count(">", a, b) != n
                 or text.count("/>\n", a, b) != n - 1):
             return
-        rows = _FAST_STEP.findall(text, a, b)
-        if len(rows) != n:
-            return
+        const = _constant_tail_rows(text, a, b, n)
+        if const is not None:
+            rows, tail = const
+            cols = list(zip(*rows))
+            cols[6:] = [[v] * n for v in tail]
+        else:
+            rows = _FAST_STEP.findall(text, a, b)
+            if len(rows) != n:
+                return
+            cols = list(zip(*rows))
+        c_s, c_t, c_sb, c_so, c_db, c_do, c_c, c_di, c_ds, c_h = cols
         ints = self.ints
         get = ints.__getitem__
-        c_s, c_t, c_sb, c_so, c_db, c_do, c_c, c_di, c_ds, c_h = zip(*rows)
         numeric = (c_s, c_so, c_do, c_c, c_di, c_ds, c_h)
         try:
-            num = [list(map(get, c)) for c in numeric]
+            if c_so == c_do:       # in-place style offsets: convert once
+                num = [_int_column(c, get, ints) for c in (c_s, c_so)]
+                num += [num[1]] + [_int_column(c, get, ints) for c in (c_c, c_di, c_ds, c_h)]
+            else:
+                num = [_int_column(c, get, ints) for c in numeric]
         except KeyError:
             num = None
             # new plain decimal numbers in the C int range join the cache; anything else takes
@@ -497,15 +549,16 @@ class _Reader:
                 values = list(map(int, missing))
                 if not values or (min(values) >= INT32[0] and max(values) <= INT32[1]):
                     ints.update(zip(missing, values))
-                    num = [list(map(get, c)) for c in numeric]
+                    num = [_int_column(c, get, ints) for c in numeric]
         if num is None:
+            rows = list(zip(*cols))
             ints = dict(ints)      # non-plain strings join this TB's copy only, flagged once
             for ln, row in enumerate(rows, line + 1):
                 for k in (0, 3, 5, 6, 7, 8, 9):
                     if row[k] not in ints:
                         ints[row[k]] = self.number(row[k], INT32, ln, f"step {STEP_ATTRS[k]}")
             get = ints.__getitem__
-            num = [list(map(get, c)) for c in (c_s, c_so, c_do, c_c, c_di, c_ds, c_h)]
+            num = [list(map(get, c)) for c in numeric]
         s_, so, do, cnt, di, ds, h = num
         tb.set_columns((s_, c_t, c_sb, so, c_db, do, cnt, di, ds, h, range(line + 1, line + 1 + n)))
         self.at(a)
