@@ -91,6 +91,8 @@ def tune(ranks, topology_file, colls, target, min_bytes, max_bytes, factor, algo
         raise click.UsageError(f"--factor must be > 1, got {factor}")
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
+    if channels < 1:
+        raise click.UsageError(f"--channels must be >= 1, got {channels}")
     if not 0 <= root < ranks:
         raise click.UsageError(f"--root {root} is out of range for {ranks} ranks (0..{ranks - 1})")
     try:

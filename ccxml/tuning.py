@@ -25,6 +25,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -206,20 +207,38 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-class _Ranker:
-    """Simulated times of the candidates of one (collective, form), cached per size."""
+_BUFFER_ATTRS = re.compile(r' (?:srcbuf|srcoff|dstbuf|dstoff|i_chunks|o_chunks|s_chunks)="[^"]*"')
 
-    def __init__(self, schedules: dict, topology: Topology):
+
+def sim_signature(text: str, schedule) -> str:
+    """What the simulator's result depends on: everything but the buffers, offsets and header
+    flags. In-place and out-of-place builds of an algorithm usually share it, and then share
+    their simulations."""
+    body = text[text.index("\n") + 1:]
+    h = hashlib.sha256(_BUFFER_ATTRS.sub("", body).encode("utf-8")).hexdigest()
+    return f"{schedule.coll}/{schedule.ngpus}/{schedule.nchunksperloop}/{h}"
+
+
+class _Ranker:
+    """Simulated times of the candidates of one (collective, form), cached per size; results are
+    shared through ``cache`` with any schedule of the same :func:`sim_signature`."""
+
+    def __init__(self, schedules: dict, signatures: dict, topology: Topology, cache: dict,
+                 note: Callable[[str], None] | None = None):
         self.schedules = schedules          # name -> Schedule (unbounded window)
+        self.signatures = signatures        # name -> sim_signature
         self.topology = topology
         self.active = sorted(schedules)
-        self._cache: dict[tuple[str, int], object] = {}
+        self._cache = cache                 # (signature, n) -> SimResult
+        self._note = note
 
     def result(self, name: str, n: int):
         from ccxml.simulator import simulate_schedule
-        key = (name, n)
+        key = (self.signatures[name], n)
         r = self._cache.get(key)
         if r is None:
+            if self._note:
+                self._note(f"{name} at {n} B")
             r = self._cache[key] = simulate_schedule(self.schedules[name], n, self.topology)
         return r
 
@@ -231,10 +250,13 @@ class _Ranker:
         return min(self.active, key=lambda a: (self.result(a, n).time_s, a))
 
 
-def _point(ranker: _Ranker, name: str, n: int, schedule, topology: Topology) -> dict:
+def _point(ranker: _Ranker, name: str, n: int, text: str, schedule) -> dict:
     """Simulated figures of the written file at n bytes, with the runner-up for comparison."""
     from ccxml.simulator import simulate_schedule
-    r = simulate_schedule(schedule, n, topology)
+    key = (sim_signature(text, schedule), n)
+    r = ranker._cache.get(key)
+    if r is None:
+        r = ranker._cache[key] = simulate_schedule(schedule, n, ranker.topology)
     doc = {"bytes": n, "time_us": _sig(r.time_s * 1e6), "busbw_GBps": _sig(r.busbw / 1e9)}
     others = [a for a in ranker.ranking(n) if a != name]
     if others:
@@ -270,19 +292,25 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
     hi_probe = sizes[-1]
     res = TuneResult(cfg)
     done = 0
+    cache: dict = {}
     for coll in cfg.colls:
         names = candidates(coll, cfg)
         for form in cfg.forms:
+            job = f"{coll} {form}"
             if on_step:
-                on_step(done, f"{coll} {form}")
+                on_step(done, job)
+            note = (lambda what, d=done, j=job: on_step(d, f"{j}: {what}")) if on_step else None
             done += 1
             inplace = FORMS[form]
-            schedules = {}
+            schedules, signatures = {}, {}
             for name in names:
                 try:
-                    sched = loads(build_text(name, coll, cfg, inplace))
-                    simulate_schedule(sched, sizes[0], cfg.topology)
+                    text = build_text(name, coll, cfg, inplace)
+                    sched = loads(text)
+                    signatures[name] = sim_signature(text, sched)
+                    cache[(signatures[name], sizes[0])] = simulate_schedule(sched, sizes[0], cfg.topology)
                 except (ValueError, SimulationError) as e:
+                    signatures.pop(name, None)
                     res.skipped.append({"coll": coll, "form": form, "algorithm": name,
                                         "reason": _first_line(e)})
                     continue
@@ -291,7 +319,7 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                 res.notes.append(f"{coll} {form}: no available algorithm can run it on "
                                  f"{cfg.ranks} ranks here; the runtime falls back to NCCL")
                 continue
-            ranker = _Ranker(schedules, cfg.topology)
+            ranker = _Ranker(schedules, signatures, cfg.topology, cache, note)
             verified: dict[tuple[str, int, int], tuple[str, object]] = {}
             while ranker.active:
                 plan = plan_windows(ranker.best, sizes)
@@ -324,9 +352,9 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                 sched = loads(text)
                 at_lo = max(lo, 1)
                 at_hi = hi if hi else hi_probe
-                simulated = {"min": _point(ranker, name, at_lo, sched, cfg.topology)}
+                simulated = {"min": _point(ranker, name, at_lo, text, sched)}
                 if at_hi != at_lo:
-                    simulated["max"] = _point(ranker, name, at_hi, sched, cfg.topology)
+                    simulated["max"] = _point(ranker, name, at_hi, text, sched)
                 res.files.append(TunedFile(
                     name=f"{coll}-{form}-{i:0{width}d}-{name}.xml", coll=coll, form=form,
                     algorithm=name, min_bytes=lo, max_bytes=hi, text=text,
@@ -439,7 +467,9 @@ def _previous_files(directory: str) -> set[str] | None:
 def check_directory(directory: str | os.PathLike) -> None:
     """Raise :class:`TuneError` unless ``directory`` is absent, empty, or holds only files the
     manifest beside it lists (a previous ``ccxml tune``); nothing else may be replaced."""
-    d = os.fspath(directory)
+    d = os.path.normpath(os.fspath(directory))
+    if os.path.basename(d) in ("", ".", "..") or os.path.abspath(d) == os.path.dirname(os.path.abspath(d)):
+        raise TuneError(f"-o {os.fspath(directory)}: name a directory of its own (e.g. out/msccl-algorithms)")
     if not os.path.exists(d):
         return
     if not os.path.isdir(d) or os.path.islink(d):

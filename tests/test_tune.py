@@ -253,21 +253,23 @@ def test_rooted_collectives_only_when_asked_and_carry_the_root(tmp_path):
     (["--ranks", "8", "--min-bytes", "1M", "--max-bytes", "1K"], "below"),
     (["--ranks", "8", "--max-bytes", "lots"], "--max-bytes"),
     (["--ranks", "8", "--root", "8", "--coll", "reduce"], "--root"),
+    (["--ranks", "8", "--channels", "0"], "--channels"),
 ])
-def test_bad_input_is_one_line_exit_2(tmp_path, args, needle):
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys, args, needle):
     from ccxml.cli import main
     with pytest.raises(SystemExit) as e:
         main(["tune", "-o", str(tmp_path / "d"), *args])
     assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ccxml: ") and needle in err and err.count("\n") == 1
     assert not (tmp_path / "d").exists()
 
 
-def test_bad_input_message(tmp_path, capsys):
-    from ccxml.cli import main
-    with pytest.raises(SystemExit):
-        main(["tune", "-o", str(tmp_path / "d"), "--ranks", "8", "-a", "nosuch"])
-    err = capsys.readouterr().err
-    assert err.startswith("ccxml: ") and "unknown algorithm 'nosuch'" in err and err.count("\n") == 1
+def test_output_must_be_a_directory_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = run(["tune", "--ranks", "4", "-o", "."])
+    assert res.exit_code != 0 and "directory of its own" in res.output
+    assert os.listdir(tmp_path) == []
 
 
 def test_topology_mismatch_is_refused(tmp_path):
