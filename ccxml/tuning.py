@@ -408,7 +408,9 @@ def manifest(result: TuneResult, dirname: str) -> dict:
         "and alltoall.",
         "Each window's algorithm is the fastest under the alpha-beta-gamma simulator at the "
         "sampled sizes, with the changes between two samples located by bisection; the "
-        "simulated figures are those of the written file, runner_up the next-fastest candidate.",
+        "simulated figures are those of the written file, runner_up the next-fastest candidate. "
+        "The model gives every pair of ranks its own full-duplex link, which favours many-link "
+        "algorithms (mesh) more than real NICs and switches do.",
         "Protocol: " + PROTOCOL_NOTE + ".",
     ]
     if any(Coll(c).rooted for c in cfg.colls):
