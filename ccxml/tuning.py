@@ -273,6 +273,19 @@ def _verdict(report, target: str) -> dict:
             "tbs": report.stats.get("tbs", 0), "warnings": warnings}
 
 
+def _build_and_verify(name, coll, cfg, inplace, lo, hi, verify):
+    """(text, report, None) for a file that passes; (text or None, report or None, why) else."""
+    try:
+        text = build_text(name, coll, cfg, inplace, lo, hi)
+    except ValueError as e:
+        return None, None, f"cannot build for this window: {_first_line(e)}"
+    try:
+        rep = verify(text, target=cfg.target, root=cfg.root if Coll(coll).rooted else None)
+    except ValueError as e:
+        return text, None, f"cannot be loaded: {_first_line(e)}"
+    return text, rep, None if rep.ok else rep.first_reason
+
+
 def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = None) -> TuneResult:
     """Choose, build and verify the files of an algorithm directory for ``cfg``.
 
@@ -328,19 +341,17 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                 for lo, hi, name in wins:
                     key = (name, lo, hi)
                     if key not in verified:
-                        text = build_text(name, coll, cfg, inplace, lo, hi)
-                        verified[key] = (text, verify(text, target=cfg.target,
-                                                      root=cfg.root if Coll(coll).rooted else None))
-                    text, rep = verified[key]
-                    if not rep.ok:
-                        failed = (name, lo, hi, rep)
+                        verified[key] = _build_and_verify(name, coll, cfg, inplace, lo, hi, verify)
+                    text, rep, why = verified[key]
+                    if why is not None:
+                        failed = (name, lo, hi, why)
                         break
                 if failed is None:
                     break
-                name, lo, hi, rep = failed
+                name, lo, hi, why = failed
                 res.rejected.append({"coll": coll, "form": form, "algorithm": name,
                                      "window": {"min_bytes": lo, "max_bytes": hi},
-                                     "reason": rep.first_reason})
+                                     "reason": why})
                 ranker.active.remove(name)
             if not ranker.active:
                 res.notes.append(f"{coll} {form}: every candidate failed verification; "
@@ -348,7 +359,7 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                 continue
             width = max(2, len(str(len(wins) - 1)))
             for i, (lo, hi, name) in enumerate(wins):
-                text, rep = verified[(name, lo, hi)]
+                text, rep, _ = verified[(name, lo, hi)]
                 sched = loads(text)
                 at_lo = max(lo, 1)
                 at_hi = hi if hi else hi_probe
