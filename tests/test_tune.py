@@ -320,3 +320,16 @@ def test_tune_output_has_no_bar_when_piped(ring_rhd):
                "-o", str(ring_rhd.parent / "piped")])
     assert res.exit_code == 0
     assert "tuning" not in res.output and "\r" not in res.output
+
+
+def test_topology_reaches_the_hierarchical_builders(tmp_path):
+    topo = tmp_path / "t.toml"
+    topo.write_text("servers = 2\nranks_per_server = 4\n[intra]\nalpha = 1e-6\nbeta = 5e-12\n"
+                    "[inter]\nalpha = 5e-6\nbeta = 4e-11\n")
+    res, out = tune(tmp_path, "--ranks", "8", "--topology", str(topo), "-a", "ring,2d-ring",
+                    "--coll", "allreduce", "--forms", "outofplace", "-f", "16")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "algos.manifest.json").read_text())
+    assert doc["topology"]["groups"] == [4, 4] and doc["topology"]["inter"]["alpha"] == 5e-6
+    assert not any(s["algorithm"] == "2d-ring" for s in doc["skipped"])
+    assert {e["simulated"]["min"].get("runner_up") for e in doc["files"]} <= {"ring", "2d-ring"}
