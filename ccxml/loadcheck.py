@@ -416,13 +416,13 @@ def safety_findings(s: Schedule, profile: Profile | str, _cache: dict | None = N
 
 class _Cols:
     """A TB's steps as columns, so most checks run as C-level min/max/set operations."""
-    __slots__ = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "hasdep",
-                 "line", "types")
+    __slots__ = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps",
+                 "hasdep", "line", "types")
 
     def __init__(self, tb):
         # the loader's columns (or columns built from the step objects): no per-step work
         (self.s, self.type, self.srcbuf, self.srcoff, self.dstbuf, self.dstoff, self.cnt,
-         self.depid, _deps, self.hasdep, self.line) = tb.columns()
+         self.depid, self.deps, self.hasdep, self.line) = tb.columns()
         self.types = set(self.type)
 
 
@@ -474,6 +474,10 @@ def _tb_safety(s, p, g, tbs, tb, add, sent, recvd, cache=None) -> None:
     r, b = g.id, tb.id
     c = _columns(tb, cache)
     if c.s and _safety_clean(g, tb, c):
+        if max(c.depid) >= 0:
+            # dependencies are the only per-step rule left: check each one in step order
+            for i in compress(range(len(c.s)), map((-1).__lt__, c.depid)):
+                _dep_safety_at(p, g, tbs, tb, i, c.depid[i], c.deps[i], c.line[i], add)
         if tb.send >= 0:
             sent.setdefault((r, tb.send, tb.chan), []).extend(
                 c.cnt if c.types <= _SENDS else compress(c.cnt, map(_SENDS.__contains__, c.type)))
@@ -541,7 +545,7 @@ def _tb_safety(s, p, g, tbs, tb, add, sent, recvd, cache=None) -> None:
 
 def _safety_clean(g: ScheduleGPU, tb, c: _Cols) -> bool:
     """True when no per-step safety rule can fire for this TB (conservative, C-speed)."""
-    if "nop" in c.types or "re" in c.types or max(c.depid) >= 0 or min(c.cnt) <= 0:
+    if "nop" in c.types or "re" in c.types or min(c.cnt) <= 0:
         return False
     if list(c.s) != list(range(len(c.s))):
         return False
@@ -556,31 +560,35 @@ def _safety_clean(g: ScheduleGPU, tb, c: _Cols) -> bool:
 
 
 def _dep_safety(p, g, tbs, tb, i, st, add) -> None:
+    _dep_safety_at(p, g, tbs, tb, i, st.depid, st.deps, st.line, add)
+
+
+def _dep_safety_at(p, g, tbs, tb, i, depid, deps, line, add) -> None:
     r, b = g.id, tb.id
-    if st.depid > p.max_dep_tb:
-        add(Finding("depid-too-large", f"depid {st.depid} > {p.max_dep_tb} (stored as int8)",
-                    gpu=r, tb=b, step=i, line=st.line))
-    target = tbs.get(st.depid)
-    if target is None or not 0 <= st.deps < len(target.steps):
-        add(Finding("dep-target-missing", f"depends on tb {st.depid} step {st.deps}, which does "
-                                          f"not exist", gpu=r, tb=b, step=i, line=st.line))
+    if depid > p.max_dep_tb:
+        add(Finding("depid-too-large", f"depid {depid} > {p.max_dep_tb} (stored as int8)",
+                    gpu=r, tb=b, step=i, line=line))
+    target = tbs.get(depid)
+    if target is None or not 0 <= deps < target.nsteps:
+        add(Finding("dep-target-missing", f"depends on tb {depid} step {deps}, which does "
+                                          f"not exist", gpu=r, tb=b, step=i, line=line))
         return
-    if target is tb and st.deps >= i:
-        add(Finding("dep-self-wait", f"waits on its own TB's step {st.deps}", gpu=r, tb=b, step=i,
-                    line=st.line))
+    if target is tb and deps >= i:
+        add(Finding("dep-self-wait", f"waits on its own TB's step {deps}", gpu=r, tb=b, step=i,
+                    line=line))
         return
-    tsteps = target.steps
-    ts = tsteps[st.deps]
-    if ts.type != "nop" and ts.hasdep == 1:
+    tc = target.columns()
+    ttype, thasdep = tc[1], tc[9]
+    if ttype[deps] != "nop" and thasdep[deps] == 1:
         return
-    if any(x.hasdep == 1 and x.type != "nop" for x in tsteps[st.deps + 1:]):
-        add(Finding("dep-released-late", f"depends on tb {st.depid} step {st.deps}, which has "
+    if any(h == 1 and t != "nop" for t, h in zip(ttype[deps + 1:], thasdep[deps + 1:])):
+        add(Finding("dep-released-late", f"depends on tb {depid} step {deps}, which has "
                                          f"hasdep=0; a later step releases it", gpu=r, tb=b,
-                    step=i, line=st.line, severity="warning"))
+                    step=i, line=line, severity="warning"))
     else:
-        add(Finding("dep-never-released", f"depends on tb {st.depid} step {st.deps}, but that TB "
+        add(Finding("dep-never-released", f"depends on tb {depid} step {deps}, but that TB "
                                           f"never publishes it (hasdep=0): hangs", gpu=r, tb=b,
-                    step=i, line=st.line))
+                    step=i, line=line))
 
 
 def check(schedule: Schedule, profile: Profile | str) -> list[Finding]:

@@ -378,9 +378,16 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
         TR, BIT, TBOF = prog.tracked, prog.bit, prog.tb_of
         dsrc = dep_sources(prog)
         clock = [0] * len(tbs)
-        msgclk: dict[int, int] = {}
+        msgclk = [0] * len(K)          # clock of each instruction once it took its action
         pubclk: dict[int, int] = {}
-        need_pub = {x for srcs in dsrc.values() for x in srcs if x >= 0}
+        tflag = [0] * len(K)           # 1: has dependencies, 2: tracked, 4: releases a dependency
+        for g, srcs in dsrc.items():
+            tflag[g] |= 1
+            for x in srcs:
+                if x >= 0:
+                    tflag[x] |= 4
+        for g in TR:
+            tflag[g] |= 2
         lastw: dict[int, tuple] = {}
         reads: dict[int, dict] = {}
         reported_pairs: set = set()
@@ -509,20 +516,21 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
         if tracking:
             t = TBOF[g]
             clk = clock[t]
-            ds = dsrc.get(g)
-            if ds is not None:
-                for x in ds:
-                    if x >= 0:
-                        clk |= pubclk[x]
-            if src_of[g] >= 0:
-                clk |= msgclk[src_of[g]]
-            if g in TR:
-                check_access(t, g, clk)
-                clk |= BIT[g]
-            if IS_SEND[K[g]]:
-                msgclk[g] = clk
-            if g in need_pub:
-                pubclk[g] = clk
+            x = src_of[g]
+            if x >= 0:
+                clk |= msgclk[x]
+            f = tflag[g]
+            if f:
+                if f & 1:
+                    for x in dsrc[g]:
+                        if x >= 0:
+                            clk |= pubclk[x]
+                if f & 2:
+                    check_access(t, g, clk)
+                    clk |= BIT[g]
+                if f & 4:
+                    pubclk[g] = clk
+            msgclk[g] = clk
             clock[t] = clk
         if kd == K_SEND:
             a = SRC[g]

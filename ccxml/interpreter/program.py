@@ -223,8 +223,12 @@ def lower(schedule: Schedule) -> Program:
             tbs[t].start = start
             types = set(ctype)
             if (n and "nop" not in types and "re" not in types and types <= _KINDS
-                    and set(csb) <= _BUFS and set(cdb) <= _BUFS and max(cdepid) < 0):
-                # one instruction per step, counter == position, no dependencies
+                    and set(csb) <= _BUFS and set(cdb) <= _BUFS):
+                # one instruction per step, counter == position; a step's only dependency is
+                # its own (no nops carry any)
+                if max(cdepid) >= 0:
+                    for j in compress(range(n), map((-1).__lt__, cdepid)):
+                        raw_deps.append((t, start + j, gid, cdepid[j], cdeps[j], cs[j], cline[j]))
                 K.extend(map(kind_of.__getitem__, ctype))
                 S.extend(cs)
                 LN.extend(cline)
@@ -510,6 +514,7 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
     touched_by_gpu: dict[int, list] = {}
     touched_of: dict[int, set] = {}
     tbs_on_gpu: dict[int, int] = {}
+    bulk: set = set()              # TBs addressed by _place_bulk
     for tb in prog.tbs:
         if tb.end > tb.start:
             tbs_on_gpu[tb.gpu] = tbs_on_gpu.get(tb.gpu, 0) + 1
@@ -529,7 +534,9 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
         touched = written = None
         if tbs_on_gpu[tb.gpu] > 1:
             touched, written = set(), set()
-        if not _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touched, written):
+        if _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touched, written):
+            bulk.add(t)
+        else:
             if touched is None:
                 touched, written = set(), set()
             for g in range(a, b):
@@ -590,7 +597,14 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
         for t, tb in enumerate(prog.tbs):
             if t not in touched_of or touched_of[t].isdisjoint(shared):
                 continue
-            for g in range(tb.start, tb.end):
+            a, b = tb.start, tb.end
+            if t in bulk:
+                # one chunk per access, at src_loc/dst_loc: only those in a shared location
+                cands = sorted(set(compress(range(a, b), map(shared.__contains__, src_loc[a:b])))
+                               | set(compress(range(a, b), map(shared.__contains__, dst_loc[a:b]))))
+            else:
+                cands = range(a, b)
+            for g in cands:
                 cnt = CN[g]
                 if cnt <= 0:
                     continue
