@@ -248,6 +248,47 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
             if op == 0:
                 # local step (or a link step with cnt=0: no primitive call, nothing moves)
                 record(g)
+            elif cd == 0 and CALLS[g] == 1:
+                # the common one-call step, same effects in the same order as the loop below
+                if op & 2:
+                    if lpend[li] <= 0 or not lq[li]:
+                        lrw[li] = t
+                        break
+                    if op & 1 and lpend[lo] >= cap:
+                        lsw[lo] = t
+                        break
+                    src_of[g] = lq[li].popleft()
+                    record(g)
+                    lpend[li] -= 1
+                    w = lsw[li]
+                    if w >= 0:
+                        lsw[li] = -1
+                        if not in_ready[w]:
+                            in_ready[w] = True
+                            push(w)
+                    if op & 1:
+                        lq[lo].append(g)
+                        lpend[lo] += 1
+                        w = lrw[lo]
+                        if w >= 0:
+                            lrw[lo] = -1
+                            if not in_ready[w]:
+                                in_ready[w] = True
+                                push(w)
+                else:
+                    if lpend[lo] >= cap:
+                        lsw[lo] = t
+                        break
+                    record(g)
+                    lq[lo].append(g)
+                    lpend[lo] += 1
+                    w = lrw[lo]
+                    if w >= 0:
+                        lrw[lo] = -1
+                        if not in_ready[w]:
+                            in_ready[w] = True
+                            push(w)
+                cd = 1
             else:
                 calls = CALLS[g]
                 while cd < calls:
@@ -378,7 +419,8 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
         TR, BIT, TBOF = prog.tracked, prog.bit, prog.tb_of
         dsrc = dep_sources(prog)
         clock = [0] * len(tbs)
-        msgclk = [0] * len(K)          # clock of each instruction once it took its action
+        msgclk = [0] * len(K)          # clock a sending instruction put on its message
+        SENDS_ = [o & 1 for o in prog.op]
         pubclk: dict[int, int] = {}
         tflag = [0] * len(K)           # 1: has dependencies, 2: tracked, 4: releases a dependency
         for g, srcs in dsrc.items():
@@ -519,6 +561,7 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
             x = src_of[g]
             if x >= 0:
                 clk |= msgclk[x]
+                msgclk[x] = 0          # each message is received once: drop its clock
             f = tflag[g]
             if f:
                 if f & 1:
@@ -530,7 +573,8 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
                     clk |= BIT[g]
                 if f & 4:
                     pubclk[g] = clk
-            msgclk[g] = clk
+            if SENDS_[g]:
+                msgclk[g] = clk
             clock[t] = clk
         if kd == K_SEND:
             a = SRC[g]
