@@ -597,7 +597,13 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
                     write(g, v)
         elif kd == K_RCS:
             v = msgv.pop(src_of[g])
-            write(g, v)
+            d = DST[g]
+            if d >= 0:
+                n = CN[g]
+                if len(v) == n:
+                    mem[d:d + n] = v
+                else:
+                    write(g, v)
             msgv[g] = v
         elif kd == K_RRCS or kd == K_RRS or kd == K_RRC:
             got = msgv.pop(src_of[g])
