@@ -221,6 +221,10 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
     in_link = [tb.in_link for tb in tbs]
     pop = ready.pop
     push = ready.append
+    # per instruction: its op when it is a one-call link step without dependencies that
+    # publishes nothing (the common case, run by a short path), else 0
+    FAST = [op if (c == 1 and d is None and p < 0) else 0
+            for op, c, d, p in zip(OP, CALLS, DEPS, PUB)]
 
     while ready:
         t = pop()
@@ -231,6 +235,52 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
         lo = out_link[t]
         li = in_link[t]
         while g < end:
+            c = FAST[g]
+            if c and cd < 0:
+                # one-call link step without dependencies that publishes nothing
+                if c & 2:
+                    if lpend[li] <= 0 or not lq[li]:
+                        lrw[li] = t
+                        cd = 0
+                        break
+                    if c & 1 and lpend[lo] >= cap:
+                        lsw[lo] = t
+                        cd = 0
+                        break
+                    src_of[g] = lq[li].popleft()
+                    record(g)
+                    lpend[li] -= 1
+                    w = lsw[li]
+                    if w >= 0:
+                        lsw[li] = -1
+                        if not in_ready[w]:
+                            in_ready[w] = True
+                            push(w)
+                    if c & 1:
+                        lq[lo].append(g)
+                        lpend[lo] += 1
+                        w = lrw[lo]
+                        if w >= 0:
+                            lrw[lo] = -1
+                            if not in_ready[w]:
+                                in_ready[w] = True
+                                push(w)
+                else:
+                    if lpend[lo] >= cap:
+                        lsw[lo] = t
+                        cd = 0
+                        break
+                    record(g)
+                    lq[lo].append(g)
+                    lpend[lo] += 1
+                    w = lrw[lo]
+                    if w >= 0:
+                        lrw[lo] = -1
+                        if not in_ready[w]:
+                            in_ready[w] = True
+                            push(w)
+                g += 1
+                continue
             if cd < 0:
                 dl = DEPS[g]
                 if dl is not None:
