@@ -12,6 +12,10 @@ chunks issue IR steps (:mod:`ccxml.ir`):
 ``a.reduce(b, out=c)``       c = b ⊕ a, c on b's rank (receive-reduce-copy into c)
 ===========================  ==========================================================
 
+Ranges longer than a message may be (:func:`message_cap`: what a link can buffer without
+wedging, from the protocol and ``max_bytes``) go as several messages, and local steps longer than
+the runtime's ``cnt`` limit as several steps: algorithms never need to cut ranges themselves.
+
 Every operation returns the chunk that now holds the result, so chains read naturally:
 ``prog.chunk(0, I, 3).copy(prog.chunk(1, O, 3)).copy(prog.chunk(2, O, 3))``.
 
@@ -26,7 +30,10 @@ from __future__ import annotations
 
 from ccxml.collectives import Collective
 from ccxml.ir import Algo, IRError, Step
-from ccxml.wire import Buffer, Coll, Proto, StepType
+from ccxml.wire import (LINK_CALLS, Buffer, Coll, Proto, StepType, max_allowed_count)
+
+#: largest ``cnt`` every runtime accepts
+MAX_CNT = 71
 
 
 class ChunkError(ValueError):
@@ -68,6 +75,13 @@ class Chunk:
             raise ChunkError(f"size mismatch: {self} has {self.size} chunks, {other} has {other.size}")
 
     # ---- operations ---------------------------------------------------------------------
+    def _pieces(self, dst: "Chunk", limit: int):
+        """(source piece, destination piece) pairs of at most ``limit`` chunks."""
+        for lo in range(0, self.size, limit):
+            n = min(limit, self.size - lo)
+            yield (Chunk(self.program, self.gpu_id, self.chunk_type, self.index + lo, n),
+                   Chunk(dst.program, dst.gpu_id, dst.chunk_type, dst.index + lo, n))
+
     def copy(self, dst: "Chunk", chan: int = 0) -> "Chunk":
         """Copy into ``dst`` (a ``cpy`` on one rank, a send/receive pair across ranks)."""
         self._check_size(dst)
@@ -75,16 +89,26 @@ class Chunk:
             return self.copy_diff(dst, chan)
         if dst.ref == self.ref:
             return dst
+        if self.size > MAX_CNT:
+            for a, b in self._pieces(dst, MAX_CNT):
+                a.copy(b, chan)
+            return dst
         self.program._issue(StepType.COPY, self.gpu_id, src=self.ref, dst=dst.ref, cnt=self.size,
                             chan=chan)
         return dst
 
     def copy_diff(self, dst: "Chunk", chan: int = 0) -> "Chunk":
-        """Send to another rank: ``s`` on this rank matched with ``r`` into ``dst`` on its rank."""
+        """Send to another rank: ``s`` on this rank matched with ``r`` into ``dst`` on its rank.
+
+        A range longer than the program's ``message_cap`` goes as several messages."""
         self._check_size(dst)
         if dst.gpu_id == self.gpu_id:
             raise ChunkError(f"copy_diff needs two ranks, both chunks are on rank {self.gpu_id}")
         prog = self.program
+        if self.size > prog.message_cap:
+            for a, b in self._pieces(dst, prog.message_cap):
+                a.copy_diff(b, chan)
+            return dst
         send = prog._issue(StepType.SEND, self.gpu_id, src=self.ref, cnt=self.size,
                            send_peer=dst.gpu_id, chan=chan)
         recv = prog._issue(StepType.RECV, dst.gpu_id, dst=dst.ref, cnt=self.size,
@@ -107,6 +131,11 @@ class Chunk:
         if out.gpu_id != dst.gpu_id:
             raise ChunkError(f"reduce: out {out} must be on the rank of dst {dst}")
         prog = self.program
+        limit = MAX_CNT if dst.gpu_id == self.gpu_id else prog.message_cap
+        if self.size > limit:
+            for (a, b), (_, o) in zip(self._pieces(dst, limit), dst._pieces(out, limit)):
+                a.reduce(b, chan, out=o)
+            return out
         if dst.gpu_id == self.gpu_id:
             if out.ref != dst.ref:
                 dst.copy(out, chan)
@@ -127,6 +156,14 @@ class Chunk:
         k = self.size // n
         return [Chunk(self.program, self.gpu_id, self.chunk_type, self.index + i * k, k)
                 for i in range(n)]
+
+
+def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
+    """Largest message (in chunks) that cannot wedge a link: one call less than the link buffers
+    (runtime §9.5: a receive-and-send needs room to send before it receives). With no upper
+    bound on the size (``max_bytes`` 0) a call moves one chunk, so messages are 1 chunk long."""
+    calls = LINK_CALLS[proto] - 1
+    return max(1, min(MAX_CNT, calls * max_allowed_count(proto, max_bytes, nchunksperloop)))
 
 
 class _Access:
@@ -167,6 +204,7 @@ class Program:
                 else:
                     o = 0
             gpu.input_chunks, gpu.output_chunks = i, o
+        self.message_cap = message_cap(proto, max_bytes, nchunksperloop)
         self._ngpus = ngpus
         self._in_sizes = [self.collective.input_chunks(r) for r in range(ngpus)]
         self._out_sizes = [self.collective.output_chunks(r) for r in range(ngpus)]

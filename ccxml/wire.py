@@ -104,6 +104,21 @@ CHUNK_EFFECTIVE_BYTES = {Proto.SIMPLE: 2 * 1024 * 1024, Proto.LL: 32 * 1024, Pro
 MAX_REDUCE_FUSION = 16
 
 
+def max_allowed_count(proto: "Proto | str", max_bytes: int, nchunksperloop: int) -> int:
+    """Chunks one primitive call moves (runtime §6): max(1, min(71, chunkEffectiveSize /
+    bytesPerChunk)) with bytesPerChunk = maxBytes / nchunksperloop. ``max_bytes`` 0 (no upper
+    bound) is the worst case: one chunk per call."""
+    if max_bytes <= 0 or nchunksperloop <= 0:
+        return 1
+    per_chunk = max_bytes / nchunksperloop
+    return max(1, min(MAX_COUNT_PER_CALL, int(CHUNK_EFFECTIVE_BYTES[Proto(proto)] // per_chunk)))
+
+
+def link_calls(cnt: int, allowed: int) -> int:
+    """Primitive calls a step of ``cnt`` chunks issues (ceil(cnt / maxAllowedCount))."""
+    return -(-cnt // allowed) if cnt > 0 else 0
+
+
 @dataclass(frozen=True)
 class Profile:
     """What one runtime's loader and kernel accept (msccl-runtime.md §5, §10)."""

@@ -36,7 +36,7 @@ def test_channel_conflict_is_detected():
 
 def _two_source_program():
     """Rank 0 receives from ranks 1 and 2 (two TBs), then sends both chunks on to rank 3."""
-    prog = Program("t", Coll.ALLREDUCE, 4, 4)
+    prog = Program("t", Coll.ALLREDUCE, 4, 4, max_bytes=1 << 20)
     prog.input(1, 0).copy(prog.scratch(0, 0))
     prog.input(2, 1).copy(prog.scratch(0, 1))
     prog.input(0, 2).copy(prog.scratch(0, 2))            # a local step in between
@@ -74,7 +74,7 @@ def test_several_dependencies_become_nops_with_fresh_indices():
 
 def test_dependency_indices_follow_steps_moved_by_nop_insertion():
     """A dependency on a TB that itself received nops points at the shifted position."""
-    prog = Program("t", Coll.ALLREDUCE, 4, 4)
+    prog = Program("t", Coll.ALLREDUCE, 4, 4, max_bytes=1 << 20)
     prog.input(1, 0).copy(prog.scratch(0, 0))
     prog.input(2, 1).copy(prog.scratch(0, 1))
     prog.scratch(0, 0, 2).copy(prog.output(3, 0, 2))      # tb(send=3): 1 nop + s
@@ -94,7 +94,7 @@ def test_dependency_indices_follow_steps_moved_by_nop_insertion():
 def test_ordering_never_moves_a_send_before_the_receive_that_fills_it():
     """Full-duplex TB: issue order r, s (the s forwards what r got). The key (0,0) < (1,1)
     would put the send first; the data dependency must win."""
-    prog = Program("t", Coll.ALLREDUCE, 2, 2)
+    prog = Program("t", Coll.ALLREDUCE, 2, 2, max_bytes=1 << 20)
     prog.input(1, 0).copy(prog.scratch(0, 0))             # r on rank 0 from 1
     prog.scratch(0, 0).copy(prog.scratch(1, 1))           # s on rank 0 to 1 reading it
     algo = prog.compile(merge_rcs=False)
@@ -104,7 +104,7 @@ def test_ordering_never_moves_a_send_before_the_receive_that_fills_it():
 
 def test_ordering_interleaves_independent_full_duplex_exchanges():
     """Two ranks each send two chunks to the other: order becomes s0 r0 s1 r1 on both."""
-    prog = Program("t", Coll.ALLREDUCE, 2, 2)
+    prog = Program("t", Coll.ALLREDUCE, 2, 2, max_bytes=1 << 20)
     for c in range(2):
         prog.input(0, c).copy(prog.scratch(1, c))
     for c in range(2):
@@ -115,7 +115,7 @@ def test_ordering_interleaves_independent_full_duplex_exchanges():
 
 
 def _forward(size_recv=1, size_send=1, src_offset=0, extra_dep=False):
-    prog = Program("t", Coll.ALLREDUCE, 3, 4)
+    prog = Program("t", Coll.ALLREDUCE, 3, 4, max_bytes=1 << 20)
     prog.input(0, 0, size_recv).copy(prog.scratch(1, 0, size_recv))
     if extra_dep:
         prog.input(1, 3).copy(prog.scratch(1, 3))            # local write the send will read
@@ -135,7 +135,7 @@ def test_rcs_merge_when_the_send_forwards_exactly_what_was_received():
                                     dict(src_offset=0, size_recv=1, size_send=1, extra_dep=True)])
 def test_rcs_merge_only_under_its_conditions(kwargs):
     if kwargs.get("extra_dep"):
-        prog = Program("t", Coll.ALLREDUCE, 3, 4)
+        prog = Program("t", Coll.ALLREDUCE, 3, 4, max_bytes=1 << 20)
         prog.input(0, 0).copy(prog.scratch(1, 0))
         prog.input(1, 3).copy(prog.scratch(1, 1))           # a cpy on another range
         prog.scratch(1, 0, 2).copy(prog.scratch(2, 0, 2))   # reads both: depends on r and cpy
@@ -195,3 +195,20 @@ def test_split_that_needs_too_many_channels_names_the_limit():
 def test_compile_is_deterministic():
     from ccxml.algorithms.ring import allgather
     assert allgather(7).to_xml() == allgather(7).to_xml()
+
+
+def test_long_ranges_become_several_messages_and_steps():
+    """Without a size bound a call moves one chunk and a link buffers two calls: a 3-chunk
+    message could wedge a link, so it goes as three; a local copy over 71 chunks is cut too."""
+    prog = Program("t", Coll.ALLREDUCE, 2, 200)
+    prog.input(0, 0, 3).copy(prog.scratch(1, 0, 3))
+    prog.input(0, 0, 150).copy(prog.output(0, 0, 150))
+    algo = prog.compile()
+    sends = [s for tb in algo.gpus[0].tbs for s in tb.steps if s.type is StepType.SEND]
+    copies = [s for tb in algo.gpus[0].tbs for s in tb.steps if s.type is StepType.COPY]
+    assert [s.cnt for s in sends] == [1, 1, 1]
+    assert sorted(s.cnt for s in copies) == [8, 71, 71]
+    # with a size window the call moves more chunks, and the message can be longer
+    prog = Program("t", Coll.ALLREDUCE, 2, 200, max_bytes=1 << 20)
+    prog.input(0, 0, 3).copy(prog.scratch(1, 0, 3))
+    assert [s.cnt for s in prog.compile().gpus[0].tbs[0].steps] == [3]

@@ -1,21 +1,29 @@
-"""Pass: the deadlock-avoiding order of steps inside point-to-point thread blocks.
+"""Pass: the deadlock-avoiding order of steps inside every thread block.
 
-In a TB with both a send and a recv peer, steps are ordered by the seed design's key: a send
-with send index k by (2k, 0), a receive with receive index k by (2k+1, 1), a receive-and-send
-(``rcs``-like) by (2k, 2) with k its receive index; a local step keeps the key of the step before
-it. Between two full-duplex peers this alternates send k / receive k, so neither side ever waits
-for a message the other has not been allowed to send.
+All steps of the schedule are placed by one global list scheduling: a step becomes *ready* once
+everything it waits on is placed — its same-rank data dependencies (collected by the Chunk API:
+last writer and readers since, per chunk), the send that feeds its receive, and the previous send
+(receive) of its TB, since a link's messages keep their order. Among ready steps the one with the
+smallest seed key is placed next and appended to its TB:
 
-Guarantees (the order is a topological sort of these constraints, smallest key first):
+* a send with send index k: (2k, 0); a receive with receive index k: (2k+1, 1); a step that
+  receives and sends (``rcs``-like) would be (2k, 2) with k its receive index (fusion runs later);
+  a local step: (0, 3), i.e. as soon as it is ready.
 
+In a TB with both peers, send k+1 is held back until receive k is placed, when that is possible
+at all: between two ranks exchanging several messages this alternates
+send k / receive k on both sides, so neither waits for a message the other was not yet allowed
+to send, even when a link buffers only two calls. A receive lands right before the send that
+forwards it, ready for fusion.
+
+Guarantees:
+
+* the placement order is one global order in which every step comes after everything it waits on,
+  and every TB's order is its restriction, so the ordered schedule cannot deadlock with unbounded
+  links, whatever order the steps were issued in;
 * a step is never moved before a same-TB step whose data it reads or overwrites, or that reads
-  what it overwrites (read-after-write, write-after-read, write-after-write on any chunk): these
-  hazards are exactly the same-rank dependencies the Chunk API collected when the steps were
-  issued (last writer, readers since), so they are read from ``dep_list``;
-* a step never moves across a step that waits on another TB (``position_fixed``), so no wait
-  chain through other TBs can be turned into a cycle;
-* explicit same-TB dependencies are kept;
-* sends stay in send order and receives in receive order (the link sequences do not change).
+  what it overwrites (those are dependencies);
+* sends stay in send order and receives in receive order: the link sequences do not change.
 """
 from __future__ import annotations
 
@@ -24,14 +32,7 @@ import heapq
 from ccxml.ir import TB, Algo, Step
 
 
-def order_steps(algo: Algo) -> None:
-    for gpu in algo.gpus:
-        for tb in gpu.tbs:
-            if tb.send >= 0 and tb.recv >= 0 and len(tb.steps) > 1:
-                order_tb(tb)
-
-
-def _key(step: Step, prev_key: tuple[int, int]) -> tuple[int, int]:
+def _key(step: Step) -> tuple[int, int]:
     t = step.type
     if t.sends and t.receives:
         return 2 * step.recv_index, 2
@@ -39,60 +40,75 @@ def _key(step: Step, prev_key: tuple[int, int]) -> tuple[int, int]:
         return 2 * step.send_index, 0
     if t.receives:
         return 2 * step.recv_index + 1, 1
-    return prev_key[0], 3
+    return 0, 3
+
+
+def order_steps(algo: Algo) -> None:
+    _schedule([tb for gpu in algo.gpus for tb in gpu.tbs])
 
 
 def order_tb(tb: TB) -> None:
-    steps = tb.steps
-    n = len(steps)
-    keys = []
-    prev = (0, 0)
-    for st in steps:
-        prev = _key(st, prev)
-        keys.append(prev)
-    if all(keys[i] <= keys[i + 1] for i in range(n - 1)):
-        for st in steps:                       # already in key order: nothing can move
-            st.position_fixed = any(d.tb is not tb for d in st.dep_list)
-        return
-    pos = {id(s): i for i, s in enumerate(steps)}
-    succ: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    last_fixed = -1
-    last_send = last_recv = -1
-    since_fixed: list[int] = []
-    for j, st in enumerate(steps):
-        # data hazards on this rank were collected as dependencies when the step was issued
-        preds = {pos[id(d)] for d in st.dep_list if d.tb is tb}
-        t = st.type
-        if t.sends:
-            if last_send >= 0:
-                preds.add(last_send)
-            last_send = j
-        if t.receives:
-            if last_recv >= 0:
-                preds.add(last_recv)
-            last_recv = j
-        st.position_fixed = any(d.tb is not tb for d in st.dep_list)
-        if st.position_fixed:
-            preds.update(since_fixed)
-            since_fixed = []
-            last_fixed = j
-        elif last_fixed >= 0:
-            preds.add(last_fixed)
-        since_fixed.append(j)
-        for i in preds:
-            succ[i].append(j)
-        indeg[j] = len(preds)
+    """Order one TB on its own (waits on other TBs are taken as already satisfied)."""
+    _schedule([tb])
 
-    heap = [(keys[i], i) for i in range(n) if indeg[i] == 0]
+
+def _schedule(tbs: list[TB]) -> None:
+    steps = [st for tb in tbs for st in tb.steps]
+    index = {id(st): i for i, st in enumerate(steps)}
+    succ: list[list[int]] = [[] for _ in steps]
+    indeg = [0] * len(steps)
+    for tb in tbs:
+        last_send = last_recv = -1
+        for st in tb.steps:
+            i = index[id(st)]
+            preds = {index[id(d)] for d in st.dep_list if id(d) in index}
+            if st.recv_from is not None and id(st.recv_from) in index:
+                preds.add(index[id(st.recv_from)])
+            if st.type.sends:
+                if last_send >= 0:
+                    preds.add(last_send)
+                last_send = i
+            if st.type.receives:
+                if last_recv >= 0:
+                    preds.add(last_recv)
+                last_recv = i
+            preds.discard(i)
+            for j in preds:
+                succ[j].append(i)
+            indeg[i] = len(preds)
+            st.position_fixed = any(d.tb is not tb for d in st.dep_list)
+    heap = [(_key(st), st.original_index, i) for i, st in enumerate(steps) if indeg[i] == 0]
     heapq.heapify(heap)
-    order = []
-    while heap:
-        _, i = heapq.heappop(heap)
-        order.append(i)
+    placed: dict[int, list[Step]] = {id(tb): [] for tb in tbs}
+    recvs_placed: dict[int, int] = {id(tb): 0 for tb in tbs}
+    held: dict[int, list] = {}          # TB -> sends waiting for an earlier receive
+    count = 0
+    while heap or held:
+        if not heap:                    # alternation impossible here: let the held sends go
+            for entries in held.values():
+                for entry in entries:
+                    heapq.heappush(heap, entry)
+            held.clear()
+        entry = heapq.heappop(heap)
+        i = entry[2]
+        st = steps[i]
+        tb = st.tb
+        if (st.type.sends and tb.recv >= 0
+                and recvs_placed[id(tb)] < min(st.send_index, tb.recv_count)):
+            held.setdefault(id(tb), []).append(entry)
+            continue
+        placed[id(tb)].append(st)
+        count += 1
+        if st.type.receives:
+            recvs_placed[id(tb)] += 1
+            for waiting in held.pop(id(tb), ()):
+                heapq.heappush(heap, waiting)
         for j in succ[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
-                heapq.heappush(heap, (keys[j], j))
-    # every constraint points forward in the current order, so the graph is acyclic
-    tb.steps = [steps[i] for i in order]
+                nxt = steps[j]
+                heapq.heappush(heap, (_key(nxt), nxt.original_index, j))
+    if count != len(steps):  # pragma: no cover - every wait points to an earlier-issued step
+        raise ValueError("the steps' waits form a cycle; the program was not issued in order")
+    for tb in tbs:
+        tb.steps = placed[id(tb)]

@@ -194,8 +194,6 @@ def _rebuild_gpu(gpu: GPU, seg: dict[int, int], width: int) -> None:
             steps = pieces[k]
             send = tb.send if any(st.type.sends for st in steps) else -1
             recv = tb.recv if any(st.type.receives for st in steps) else -1
-            if k == 0:
-                send, recv = tb.send, tb.recv
             piece = TB(send, recv, tb.chan + k * width)
             piece.origin, piece.segment = tb, k
             gpu.add_tb(piece)
