@@ -208,6 +208,8 @@ class Program:
         self._ngpus = ngpus
         self._in_sizes = [self.collective.input_chunks(r) for r in range(ngpus)]
         self._out_sizes = [self.collective.output_chunks(r) for r in range(ngpus)]
+        self._round_mark = [0] * ngpus
+        self._round_last: list[list[Step]] = [[] for _ in range(ngpus)]
         self._seq = 0
         self._access: list[dict[tuple[Buffer, int], _Access]] = [{} for _ in range(ngpus)]
         self._compiled: str | bool = False
@@ -303,6 +305,35 @@ class Program:
                 acc.readers = []
         self.algo.gpus[gpu].pending.append(step)
         return step
+
+    # ---- algorithm steps ------------------------------------------------------------------
+    def next_round(self, receives: bool = True) -> None:
+        """End one algorithm step on every rank, as HCCL runs a rank's steps on one stream.
+
+        On each rank, the first send (and, with ``receives``, the first receive) of each
+        connection — (channel, peer, direction) — in the round just ended waits for the last
+        step of every connection the rank used in its previous round that had any. Data
+        dependencies need no rounds; this orders independent transfers that the algorithm runs
+        one after another. Call it after issuing each step's transfers.
+        """
+        for gpu in self.algo.gpus:
+            fresh = gpu.pending[self._round_mark[gpu.id]:]
+            self._round_mark[gpu.id] = len(gpu.pending)
+            first: dict[tuple[int, int, int], Step] = {}
+            last: dict[tuple[int, int, int], Step] = {}
+            for st in fresh:
+                for peer, kind in ((st.send_peer, 0), (st.recv_peer, 1)):
+                    if peer >= 0:
+                        key = (st.chan, peer, kind)
+                        if kind == 0 or receives:
+                            first.setdefault(key, st)
+                        last[key] = st
+            if not last:
+                continue
+            for st in first.values():
+                for before in self._round_last[gpu.id]:
+                    st.add_dep(before)
+            self._round_last[gpu.id] = list(last.values())
 
     # ---- compilation --------------------------------------------------------------------
     def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True) -> Algo:

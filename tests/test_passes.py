@@ -212,3 +212,20 @@ def test_long_ranges_become_several_messages_and_steps():
     prog = Program("t", Coll.ALLREDUCE, 2, 200, max_bytes=1 << 20)
     prog.input(0, 0, 3).copy(prog.scratch(1, 0, 3))
     assert [s.cnt for s in prog.compile().gpus[0].tbs[0].steps] == [3]
+
+
+def test_next_round_orders_independent_transfers_like_one_stream():
+    """PairWise-style: rank r sends to r+k in round k; rounds run one after another per rank."""
+    prog = Program("t", Coll.ALLTOALL, 3, 3)
+    for k in (1, 2):
+        for r in range(3):
+            prog.input(r, (r + k) % 3).copy(prog.output((r + k) % 3, r))
+        prog.next_round()
+    steps = prog.algo.gpus[0].pending
+    first_round, second_round = steps[:2], steps[2:]
+    for st in second_round:                      # both transfers of round 2 wait for round 1
+        assert set(map(id, st.dep_list)) >= set(map(id, first_round))
+    for st in first_round:
+        assert st.dep_list == []
+    from ccxml.interpreter import verify
+    assert verify(prog.to_xml()).ok
