@@ -1,0 +1,82 @@
+"""NB (algorithms/nb.py) against hccl-algorithms.md §8 and §13.
+
+Same checks as tests/test_alg_nhr.py (whose helpers this file uses): every schedule verifies
+(p = 2..33 and 64, every root at p ≤ 9, every profile, 1 and 2 channels, both call forms), the
+rounds measured on the XML equal §13's ns = ⌈log2 p⌉ per phase for p = 2..33, and the compiled
+p = 4 / p = 5 / p = 7 schedules move exactly the blocks of §8's worked tables (Scatter: the
+useful-data rule).
+"""
+from __future__ import annotations
+
+import pytest
+
+from ccxml.algorithms import nb
+from ccxml.passes.splitting import LimitError
+from ccxml.wire import Coll
+from test_alg_nhr import (SWEEP, check_every_combination, check_every_root, check_rounds,
+                          check_sweep, parse_table, table)
+
+MODULE = nb
+COLLS = list(MODULE.COLLECTIVES)
+
+
+@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
+def test_every_p_verifies(coll):
+    check_sweep(MODULE, coll)
+
+
+@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
+def test_every_profile_channel_count_and_call_form_verifies(coll):
+    check_every_combination(MODULE, coll, (5, 8))
+
+
+@pytest.mark.parametrize("coll", [c for c in COLLS if c.rooted], ids=lambda c: c.value)
+def test_every_root_verifies(coll):
+    check_every_root(MODULE, coll)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
+def test_every_p_profile_and_channel_count_verifies(coll):
+    check_every_combination(MODULE, coll, SWEEP)
+
+
+@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
+def test_rounds_equal_the_reference_step_count(coll):
+    check_rounds(MODULE, coll)
+
+
+# §8's worked tables ("0: >1 1,3 <4 0,2" = rank 0 sends blocks 1,3 to 1, receives 0,2 from 4)
+NB_AR5 = [
+    "0: >1 1,3 <4 0,2 | 1: >2 2,4 <0 1,3 | 2: >3 3,0 <1 2,4 | 3: >4 4,1 <2 3,0 | 4: >0 0,2 <3 4,1",
+    "0: >2 2 <3 0 | 1: >3 3 <4 1 | 2: >4 4 <0 2 | 3: >0 0 <1 3 | 4: >1 1 <2 4",
+    "0: >4 4 <1 0 | 1: >0 0 <2 1 | 2: >1 1 <3 2 | 3: >2 2 <4 3 | 4: >3 3 <0 4",
+    "0: >1 0 <4 4 | 1: >2 1 <0 0 | 2: >3 2 <1 1 | 3: >4 3 <2 2 | 4: >0 4 <3 3",
+    "0: >2 0,4 <3 3,2 | 1: >3 1,0 <4 4,3 | 2: >4 2,1 <0 0,4 | 3: >0 3,2 <1 1,0 | 4: >1 4,3 <2 2,1",
+    "0: >4 0 <1 1 | 1: >0 1 <2 2 | 2: >1 2 <3 3 | 3: >2 3 <4 4 | 4: >3 4 <0 0",
+]
+NB_AR4 = [
+    "0: >1 1,3 <3 0,2 | 1: >2 2,0 <0 1,3 | 2: >3 3,1 <1 2,0 | 3: >0 0,2 <2 3,1",
+    "0: >2 2 <2 0 | 1: >3 3 <3 1 | 2: >0 0 <0 2 | 3: >1 1 <1 3",
+    "0: >1 0 <3 3 | 1: >2 1 <0 0 | 2: >3 2 <1 1 | 3: >0 3 <2 2",
+    "0: >2 0,3 <2 2,1 | 1: >3 1,0 <3 3,2 | 2: >0 2,1 <0 0,3 | 3: >1 3,2 <1 1,0",
+]
+NB_SC7 = [        # the first half of Broadcast p = 7, root 0: the useful-data Scatter rule
+    "0: >1 1,3,5 | 1: <0 1,3,5",
+    "0: >2 2,6 | 1: >3 3 | 2: <0 2,6 | 3: <1 3",
+    "0: >4 4 | 1: >5 5 | 2: >6 6 | 4: <0 4 | 5: <1 5 | 6: <2 6",
+]
+
+
+@pytest.mark.parametrize("p,rows", [(5, NB_AR5), (4, NB_AR4)], ids=["p5", "p4"])
+def test_allreduce_transfers_equal_the_worked_tables(p, rows):
+    assert table(MODULE, Coll.ALLREDUCE, p) == parse_table(rows)
+
+
+def test_scatter_uses_the_useful_data_rule():
+    assert table(MODULE, Coll.BROADCAST, 7, root=0)[:3] == parse_table(NB_SC7)
+
+
+def test_legacy_scatter_is_a_clear_error():
+    with pytest.raises(LimitError, match="legacy runtime has no scatter collective"):
+        MODULE.scatter(5).to_xml("legacy")
