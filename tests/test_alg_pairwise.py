@@ -32,12 +32,7 @@ def step_of_each_message(xml, p):
     return out
 
 
-SERIALIZED = ("at k = p/2 both partners exchange on one full-duplex TB and the ordering pass "
-              "keeps one side's receive before its dependent send: one round more (reported)")
-
-
-@pytest.mark.parametrize("parity", [
-    "odd", pytest.param("even", marks=pytest.mark.xfail(strict=True, reason=SERIALIZED))])
+@pytest.mark.parametrize("parity", ["odd", "even"])
 def test_step_k_sends_to_r_plus_k_and_takes_p_minus_1_rounds(parity):
     for p in [p for p in [*range(2, 34), 64] if p % 2 == (parity == "odd") or p == 2]:
         xml, _ = generate("pairwise", Coll.ALLTOALL, p, inplace=p % 3 == 0)

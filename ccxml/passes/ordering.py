@@ -82,18 +82,20 @@ def _schedule(tbs: list[TB]) -> None:
     placed: dict[int, list[Step]] = {id(tb): [] for tb in tbs}
     recvs_placed: dict[int, int] = {id(tb): 0 for tb in tbs}
     held: dict[int, list] = {}          # TB -> sends waiting for an earlier receive
+    forced: set[int] = set()            # sends let go because nothing else could move
     count = 0
     while heap or held:
         if not heap:                    # alternation impossible here: let the held sends go
             for entries in held.values():
                 for entry in entries:
+                    forced.add(entry[2])
                     heapq.heappush(heap, entry)
             held.clear()
         entry = heapq.heappop(heap)
         i = entry[2]
         st = steps[i]
         tb = st.tb
-        if (st.type.sends and tb.recv >= 0
+        if (st.type.sends and tb.recv >= 0 and i not in forced
                 and recvs_placed[id(tb)] < min(st.send_index, tb.recv_count)):
             held.setdefault(id(tb), []).append(entry)
             continue
