@@ -59,6 +59,5 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
 COLLECTIVES = {Coll.ALLREDUCE: allreduce}
 
 if __name__ == "__main__":
-    import sys
-    from ccxml.cli import main
-    main(["generate", "hierarchical", *sys.argv[1:]])
+    from ccxml.algorithm import run_script
+    run_script("hierarchical")

@@ -335,7 +335,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    import sys
-
-    from ccxml.cli import main
-    main(["generate", "mesh", *sys.argv[1:]])
+    from ccxml.algorithm import run_script
+    run_script("mesh")

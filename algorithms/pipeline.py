@@ -234,6 +234,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    import sys
-    from ccxml.cli import main
-    main(["generate", "pipeline", *sys.argv[1:]])
+    from ccxml.algorithm import run_script
+    run_script("pipeline")

@@ -156,6 +156,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.cli import main
-    import sys
-    main(["generate", "ring", *sys.argv[1:]])
+    from ccxml.algorithm import run_script
+    run_script("ring")

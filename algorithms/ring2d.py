@@ -65,6 +65,5 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
 COLLECTIVES = {Coll.ALLREDUCE: allreduce}
 
 if __name__ == "__main__":
-    import sys
-    from ccxml.cli import main
-    main(["generate", "2d-ring", *sys.argv[1:]])
+    from ccxml.algorithm import run_script
+    run_script("2d-ring")

@@ -53,3 +53,11 @@ def program(algorithm: str, coll: Coll, p: int, nchunksperloop: int, opts: Optio
     return Program(f"{algorithm}_{coll.value}", coll, p, nchunksperloop, proto=opts.proto,
                    inplace=opts.inplace, root=root, counts=counts, min_bytes=opts.min_bytes,
                    max_bytes=opts.max_bytes, extra_attrs=extra_attrs)
+
+
+def run_script(name: str) -> None:
+    """``python algorithms/<file>.py ARGS`` = ``ccxml generate <name> ARGS``."""
+    import sys
+
+    from ccxml.cli import main
+    main(["generate", name, *sys.argv[1:]])
