@@ -16,9 +16,11 @@ Ownership convention of the reduce-scatter tables: member ``pos`` ends with bloc
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ccxml.algorithm import AlgorithmError
+from ccxml.algorithms.nhr import n_blocks, ns
 from ccxml.chunk import Chunk, Program
 from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer
 
@@ -337,11 +339,6 @@ def run_copy(members: Sequence[int], table: Table, lanes: Lanes, *, loc: Loc,
 
 # ---- step tables (positions 0..n-1; member pos ends with block pos) ---------------------------
 
-def ns(n: int) -> int:
-    """⌈log2 n⌉ as HCCL computes it (bit length of n − 1)."""
-    return (n - 1).bit_length()
-
-
 def ring_rs(n: int) -> Table:
     """Ring reduce-scatter: step k, pos r sends block r−1−k to r+1 (§3)."""
     return [[(r, (r + 1) % n, [(r - 1 - k) % n]) for r in range(n)] for k in range(n - 1)]
@@ -358,7 +355,7 @@ def nhr_rs(n: int) -> Table:
     out = []
     for k in range(ns(n)):
         d = 1 << k
-        nk = (n - 1 + d) // (2 * d)
+        nk = n_blocks(n, k)
         out.append([(r, (r - d) % n, [(r - d - 2 * d * i) % n for i in range(nk)]) for r in range(n)])
     return out
 
@@ -383,11 +380,6 @@ def mesh_rs(n: int) -> Table:
 def mesh_ag(n: int) -> Table:
     """Mesh all-gather (§2): one step, every a sends its block to every b."""
     return [[(a, b, [a]) for a in range(n) for b in range(n) if a != b]] if n > 1 else []
-
-
-#: inner algorithms for reduce-scatter / all-gather phases (and all-reduce = RS + AG)
-RS_TABLES = {"ring": ring_rs, "nhr": nhr_rs, "mesh": mesh_rs}
-AG_TABLES = {"ring": ring_ag, "nhr": nhr_ag, "mesh": mesh_ag}
 
 
 def chain_reduce(n: int, nblocks: int) -> Table:
@@ -424,22 +416,172 @@ REDUCE_TABLES = {"ring": chain_reduce, "star": star_reduce}
 BCAST_TABLES = {"ring": chain_bcast, "star": star_bcast}
 
 
-def inner(name: str, table: dict, what: str) -> Callable:
-    """The table builder called ``name``; AlgorithmError naming the choices otherwise."""
-    try:
-        return table[name]
-    except KeyError:
-        raise AlgorithmError(f"unknown {what} algorithm {name!r}; choose one of "
-                             f"{', '.join(table)}") from None
+def nb_rs(n: int) -> Table:
+    """NB reduce-scatter (§8): step k, d = 2^k, r sends to r+d the blocks {r + d + 2d·i : i < n_k}."""
+    return [[(r, (r + (1 << k)) % n, [(r + (1 << k) + (2 << k) * i) % n for i in range(n_blocks(n, k))])
+             for r in range(n)] for k in range(ns(n))]
 
 
-def allreduce_phase(members: Sequence[int], inner_name: str, lanes: Lanes, *, src: Loc,
+def nb_ag(n: int) -> Table:
+    """NB all-gather (§8, distances increasing as in the code, §12.1): step k, d = 2^k, r sends
+    to r+d the blocks {r − i : i < min(d, n − d)}."""
+    return [[(r, (r + (1 << k)) % n, [(r - i) % n for i in range(min(1 << k, n - (1 << k)))])
+             for r in range(n)] for k in range(ns(n))]
+
+
+class _Fold:
+    """RHD's power-of-two block for n members (§4.1): B = 2^⌊log2 n⌋, rr = n − B; the pairs
+    (2i, 2i+1), i < rr, keep the even member. Block-slice u = blocks {2u, 2u+1} for u < rr,
+    {u + rr} otherwise, so block rank u ends with exactly the blocks of its pair."""
+
+    def __init__(self, n: int):
+        self.m = n.bit_length() - 1
+        self.rr = n - (1 << self.m)
+
+    def real(self, u: int) -> int:
+        return 2 * u if u < self.rr else u + self.rr
+
+    def blocks(self, lo: int, hi: int) -> list[int]:
+        """The blocks of block-slices [lo, hi)."""
+        return [j for u in range(lo, hi) for j in ((2 * u, 2 * u + 1) if u < self.rr else (u + self.rr,))]
+
+    def halving(self) -> Table:
+        """HD reduce-scatter, distance halving (§4.2): mask = 2^(m−1−s), b sends the slices
+        [(b⊕mask) & ~(mask−1), +mask) to b⊕mask."""
+        out = []
+        for s in range(self.m):
+            mask = 1 << (self.m - 1 - s)
+            out.append([(self.real(b), self.real(b ^ mask), self.blocks((b ^ mask) & ~(mask - 1),
+                                                                           ((b ^ mask) & ~(mask - 1)) + mask))
+                        for b in range(1 << self.m)])
+        return out
+
+    def doubling(self) -> Table:
+        """HD all-gather, distance doubling (§4.2): mask = 2^s, b sends [b & ~(mask−1), +mask)."""
+        out = []
+        for s in range(self.m):
+            mask = 1 << s
+            out.append([(self.real(b), self.real(b ^ mask), self.blocks(b & ~(mask - 1), (b & ~(mask - 1)) + mask))
+                        for b in range(1 << self.m)])
+        return out
+
+
+def rhd_rs(n: int) -> Table:
+    """RHD reduce-scatter without the final hand-over (§4.3): fold 2i+1 → 2i (whole buffer),
+    then the halving steps; block j is then complete at :func:`rhd_holder`."""
+    f = _Fold(n)
+    fold = [[(2 * i + 1, 2 * i, list(range(n))) for i in range(f.rr)]] if f.rr else []
+    return fold + f.halving()
+
+
+def rhd_holder(n: int, j: int) -> int:
+    """Where block j is complete after :func:`rhd_rs`: the kept member of its pair."""
+    return j - j % 2 if j < 2 * _Fold(n).rr else j
+
+
+def rhd_tail(n: int) -> Table:
+    """RHD reduce-scatter's last step: 2i hands block 2i+1 to 2i+1."""
+    rr = _Fold(n).rr
+    return [[(2 * i, 2 * i + 1, [2 * i + 1]) for i in range(rr)]] if rr else []
+
+
+def rhd_ag(n: int) -> Table:
+    """RHD all-gather (§4.3): 2i+1 sends its block to 2i, doubling steps, 2i sends the
+    complete output (all but the partner's own block) to 2i+1."""
+    f = _Fold(n)
+    if not f.rr:
+        return f.doubling()
+    return ([[(2 * i + 1, 2 * i, [2 * i + 1]) for i in range(f.rr)]] + f.doubling()
+            + [[(2 * i, 2 * i + 1, [j for j in range(n) if j != 2 * i + 1]) for i in range(f.rr)]])
+
+
+def rhd_ar_ag(n: int) -> Table:
+    """The all-gather half of RHD all-reduce (§4.3): doubling steps from the kept members,
+    then 2i sends the whole result to 2i+1."""
+    f = _Fold(n)
+    unfold = [[(2 * i, 2 * i + 1, list(range(n))) for i in range(f.rr)]] if f.rr else []
+    return f.doubling() + unfold
+
+
+def _identity(n: int, j: int) -> int:
+    return j
+
+
+def _no_steps(n: int) -> Table:
+    return []
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A flat algorithm as step tables over n members; reduce-scatter leaves block j with member
+    j and all-gather starts from member j holding block j.
+
+    ``rs`` is the reduce part of the reduce-scatter, after which block j is complete at
+    ``holder(n, j)``; ``rs_tail`` is a copy table handing blocks from holder to owner (RHD's
+    unfold). ``ar_ag`` is the all-gather half of an all-reduce, starting from the holders
+    (default: ``ag``, when holder is the identity).
+    """
+
+    name: str
+    rs: Callable[[int], Table]
+    ag: Callable[[int], Table]
+    holder: Callable[[int, int], int] = _identity
+    rs_tail: Callable[[int], Table] = _no_steps
+    ar_ag: Callable[[int], Table] | None = None
+
+
+SCHEMES = {s.name: s for s in (
+    Scheme("ring", ring_rs, ring_ag),
+    Scheme("mesh", mesh_rs, mesh_ag),
+    Scheme("nhr", nhr_rs, nhr_ag),
+    Scheme("nb", nb_rs, nb_ag),
+    Scheme("rhd", rhd_rs, rhd_ag, rhd_holder, rhd_tail, rhd_ar_ag),
+)}
+
+#: the reference's choices (§11): level 0 (inside a server) Mesh or Ring; level 1 (between
+#: servers) Ring, RHD, NHR or NB
+INTRA = ("ring", "mesh")
+INTER = ("ring", "nhr", "nb", "rhd")
+
+
+def choose(algorithm: str, flag: str, name: str, allowed: Sequence[str]) -> str:
+    """``name`` if it is one of ``allowed``; else AlgorithmError listing them (one line)."""
+    if name not in allowed:
+        raise AlgorithmError(f"{algorithm}: --{flag} must be one of {', '.join(allowed)}; got {name!r}")
+    return name
+
+
+def reduce_scatter_phase(members: Sequence[int], scheme: str, lanes: Lanes, *, src: Loc, acc: Loc,
+                         final: Loc | None = None) -> None:
+    """Reduce-scatter among ``members`` on n = len(members) blocks with the flat algorithm
+    ``scheme``: member pos ends with block pos at ``final`` (default ``acc``); ``src`` is a
+    member's contribution, ``acc`` where it keeps partial sums."""
+    sc, n = SCHEMES[scheme], len(members)
+    final = final or acc
+    tail = sc.rs_tail(n)
+    if not tail:
+        run_reduce(members, sc.rs(n), lanes, src=src, acc=acc, final=final)
+        return
+    run_reduce(members, sc.rs(n), lanes, src=src, acc=acc, owner=lambda j: sc.holder(n, j),
+               final=lambda pos, j: final(pos, j) if pos == j else acc(pos, j))
+    run_copy(members, tail, lanes, loc=final, first=acc)
+
+
+def all_gather_phase(members: Sequence[int], scheme: str, lanes: Lanes, *, loc: Loc,
+                     first: Loc | None = None) -> None:
+    """All-gather among ``members`` with ``scheme``: member pos starts with block pos (read with
+    ``first`` if given) and every block lands at ``loc``."""
+    run_copy(members, SCHEMES[scheme].ag(len(members)), lanes, loc=loc, first=first)
+
+
+def allreduce_phase(members: Sequence[int], scheme: str, lanes: Lanes, *, src: Loc,
                     loc: Loc) -> None:
-    """All-reduce among ``members`` on n = len(members) blocks: RS then AG with the inner
-    algorithm; ``src(pos, j)`` is the contribution, ``loc(pos, j)`` where the result goes."""
-    n = len(members)
-    run_reduce(members, inner(inner_name, RS_TABLES, "all-reduce")(n), lanes, src=src, acc=loc)
-    run_copy(members, inner(inner_name, AG_TABLES, "all-reduce")(n), lanes, loc=loc)
+    """All-reduce among ``members`` on n = len(members) blocks: the reduce-scatter of
+    ``scheme`` then its all-gather; ``src(pos, j)`` is the contribution, ``loc(pos, j)`` where
+    the result goes."""
+    sc, n = SCHEMES[scheme], len(members)
+    run_reduce(members, sc.rs(n), lanes, src=src, acc=loc, owner=lambda j: sc.holder(n, j))
+    run_copy(members, (sc.ar_ag or sc.ag)(n), lanes, loc=loc)
 
 
 # ---- topology helpers ---------------------------------------------------------------------

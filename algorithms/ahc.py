@@ -22,8 +22,9 @@ ties by k; cards with disjoint members run concurrently.
 * AllGather (§9.4): local copy, (1) per card an all-gather on the same blocks, (2) per group and
   region an all-gather on the blocks of the reduce-scatter's phase 1.
 
-Inner algorithms (Python API): ``intra`` ∈ {nhr, ring, mesh} (default nhr, as HCCL), ``inter``
-∈ {ring, nhr, mesh}, default ring when G ≤ 3 else nhr (``AHC_LEVEL0_GROUP_SIZE_THRESHOLD``).
+Inner algorithms (``--intra`` / ``--inter``, or the builders' ``intra`` / ``inter``): ``intra`` ∈
+{nhr, nb, ring, mesh} (default nhr as HCCL's code; the cost doc assumes nb), ``inter`` ∈ {ring,
+nhr, nb, rhd}, default ring when G ≤ 3 else nhr (``AHC_LEVEL0_GROUP_SIZE_THRESHOLD``).
 
 Cost (HCCL doc, intra and inter NB, m = smallest group, m+d = largest, C = β_inter/β_intra):
 AR 2(⌈log(m+d)⌉ + ⌈log G⌉)α + 2((m+d−1)/(m+d) + (G−1)C/(G·m))·nβ + ((m+d−1)/(m+d) + (G−1)/(G·m))·nγ.
@@ -95,10 +96,16 @@ def logic_cards(groups: list[list[int]]) -> tuple[int, list[Card]]:
     return big_l, sorted(cards, key=lambda c: (c.order, c.index))
 
 
+#: intra-group choices: NHR (HCCL's code) and NB (the cost doc, §9.5), or a level-0 algorithm of
+#: §11; inter-group: a level-1 algorithm of §11 (§9.1 names ring and NHR)
+INTRA = ("nhr", "nb", "ring", "mesh")
+INTER = ph.INTER
+
+
 def _inner_names(intra: str, inter: str | None, ngroups: int) -> tuple[str, str]:
-    ph.inner(intra, ph.RS_TABLES, "intra-group")
+    ph.choose("ahc", "intra", intra, INTRA)
     inter = inter or ("ring" if ngroups <= 3 else "nhr")
-    ph.inner(inter, ph.RS_TABLES, "inter-group")
+    ph.choose("ahc", "inter", inter, INTER)
     return intra, inter
 
 
@@ -122,15 +129,14 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
             return lambda pos, t: inp_or_out(g[pos], t * w, (t + 1) * w)
 
         for g in groups:
-            ph.run_reduce(g, ph.RS_TABLES[intra](len(g)), lanes, src=intra_block(g, inp),
-                          acc=intra_block(g, out))
+            ph.reduce_scatter_phase(g, intra, lanes, src=intra_block(g, inp), acc=intra_block(g, out))
         for card in cards:
             n = card.hi - card.lo
             loc = lambda pos, i, card=card, n=n: out(card.members[pos], card.lo * big_g + i * n,  # noqa: E731
                                                      card.lo * big_g + (i + 1) * n)
             ph.allreduce_phase(card.members, inter, lanes, src=loc, loc=loc)
         for g in groups:
-            ph.run_copy(g, ph.AG_TABLES[intra](len(g)), lanes, loc=intra_block(g, out))
+            ph.all_gather_phase(g, intra, lanes, loc=intra_block(g, out))
     return prog
 
 
@@ -168,16 +174,14 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), intra:
         for k in range(len(groups)):
             for g in groups:
                 at = lambda space, g=g, k=k: (lambda pos, t: space(g[pos], *block(g, k, t)))  # noqa: E731
-                ph.run_reduce(g, ph.RS_TABLES[intra](len(g)), lanes, src=at(inp), acc=at(scr))
+                ph.reduce_scatter_phase(g, intra, lanes, src=at(inp), acc=at(scr))
         for card in cards:
             def own(pos, i, card=card):
                 lo, hi = card_block(card, i)
                 base = card.members[pos] * big_l
                 return out(card.members[pos], lo - base, hi - base)
-            ph.run_reduce(card.members, ph.RS_TABLES[inter](len(groups)), lanes,
-                          src=lambda pos, i, card=card: scr(card.members[pos], *card_block(card, i)),
-                          acc=lambda pos, i, card=card: scr(card.members[pos], *card_block(card, i)),
-                          final=own)
+            held = lambda pos, i, card=card: scr(card.members[pos], *card_block(card, i))  # noqa: E731
+            ph.reduce_scatter_phase(card.members, inter, lanes, src=held, acc=held, final=own)
     return prog
 
 
@@ -201,12 +205,11 @@ def allgather(p: int, *, topology=None, options: Options = Options(), intra: str
                 lo, hi = card_block(card, i)
                 base = card.members[pos] * big_l
                 return inp(card.members[pos], lo - base, hi - base)
-            ph.run_copy(card.members, ph.AG_TABLES[inter](len(groups)), lanes, first=own,
-                        loc=lambda pos, i, card=card: out(card.members[pos], *card_block(card, i)))
+            ph.all_gather_phase(card.members, inter, lanes, first=own,
+                                loc=lambda pos, i, card=card: out(card.members[pos], *card_block(card, i)))
         for k in range(len(groups)):
             for g in groups:
-                ph.run_copy(g, ph.AG_TABLES[intra](len(g)), lanes,
-                            loc=lambda pos, t, g=g, k=k: out(g[pos], *block(g, k, t)))
+                ph.all_gather_phase(g, intra, lanes, loc=lambda pos, t, g=g, k=k: out(g[pos], *block(g, k, t)))
     return prog
 
 

@@ -8,9 +8,11 @@ buffer is S blocks (× K instances for ``--channels K``; channels follow the lan
 1. intra-server reduce to the leader, block by block: ``intra="star"`` (default) — every rank
    sends each block straight to the leader, which reduces them in turn; ``intra="ring"`` — the
    blocks are reduced along the chain (s,1) → … → (s,M−1) → (s,0), pipelined;
-2. all-reduce among the leaders {(s, 0)} on the S blocks with ``inter`` ∈ {ring, nhr, mesh}
-   (default ring);
+2. all-reduce among the leaders {(s, 0)} on the S blocks with ``inter`` ∈ {ring, nhr, nb, rhd}
+   (default ring; §11's level-1 algorithms);
 3. intra-server broadcast from the leader (star, or the pipelined chain for ``intra="ring"``).
+
+CLI: ``--intra star|ring``, ``--inter ring|nhr|nb|rhd``.
 
 Only the leaders use inter-server links. Phases are joined by data dependencies only, so the
 leader forwards block j to the other servers while it still reduces block j+1, and broadcasts a
@@ -31,9 +33,9 @@ from ccxml.wire import Buffer, Coll
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "star",
               inter: str = "ring") -> Program:
     s_, m_ = ph.uniform_shape("hierarchical", p, topology)
-    reduce_table = ph.inner(intra, ph.REDUCE_TABLES, "intra-server")
+    reduce_table = ph.REDUCE_TABLES[ph.choose("hierarchical", "intra", intra, tuple(ph.REDUCE_TABLES))]
     bcast_table = ph.BCAST_TABLES[intra]
-    ph.inner(inter, ph.RS_TABLES, "inter-server")
+    ph.choose("hierarchical", "inter", inter, ph.INTER)
     k_ = options.channels
     units = s_
     prog = program("hierarchical", Coll.ALLREDUCE, p, k_ * units, options,

@@ -10,8 +10,9 @@ for ``--channels K``; channels follow the lane plan of ``_phases.Lanes``).
    phase is needed. Each plane uses its own inter-server links.
 
 A plane starts on a block as soon as the intra phase has finished that block on both ends (data
-dependencies, no barrier). The inner algorithms are Python-API parameters: ``intra`` and
-``inter`` ∈ {ring, nhr, mesh} (default ring).
+dependencies, no barrier). The inner algorithms are parameters (§11): ``intra`` ∈ {ring, mesh}
+(level 0) and ``inter`` ∈ {ring, nhr, nb, rhd} (level 1), default ring/ring; CLI ``--intra`` /
+``--inter``.
 
 Cost (ring/ring, n bytes, level 0 = intra, level 1 = inter):
 2(M−1)α₀ + 2(M−1)/M·nβ₀ + (M−1)/M·nγ  +  2(S−1)α₁ + 2(S−1)/S·nβ₁ + (S−1)/S·nγ.
@@ -27,8 +28,8 @@ from ccxml.wire import Buffer, Coll
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
               inter: str = "ring") -> Program:
     s_, m_ = ph.uniform_shape("2d-mesh", p, topology)
-    ph.inner(intra, ph.RS_TABLES, "intra-server")
-    ph.inner(inter, ph.RS_TABLES, "inter-server")
+    ph.choose("2d-mesh", "intra", intra, ph.INTRA)
+    ph.choose("2d-mesh", "inter", inter, ph.INTER)
     k_ = options.channels
     units = s_ * m_
     prog = program("2d-mesh", Coll.ALLREDUCE, p, k_ * units, options,

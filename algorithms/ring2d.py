@@ -8,20 +8,21 @@ of ``_phases.Lanes``).
 1. ``intra="allreduce"`` (default): ring all-reduce inside every server (M blocks of S units),
    so every rank, the leader included, holds the server's sum; ``intra="reduce"``: the blocks are
    reduced along the chain (s,1) → (s,2) → … → (s,M−1) → (s,0), pipelined block by block;
-2. ring all-reduce among the leaders {(s, 0)} on the S blocks;
+2. all-reduce among the leaders {(s, 0)} on the S blocks: ``inter="ring"`` (default) or another
+   level-1 algorithm of §11 (nhr, nb, rhd);
 3. ring broadcast from the leader along (s,0) → (s,1) → … → (s,M−1), pipelined by block, so a
    block leaves the leader as soon as the inter-server all-reduce has finished it.
 
 With ``intra="allreduce"`` the non-leaders' copy of the server sum is not needed afterwards;
 HCCL's 2-D ring does the same (it reuses its ring all-reduce template). Phases are joined by
-data dependencies only.
+data dependencies only. CLI: ``--intra allreduce|reduce``, ``--inter ring|nhr|nb|rhd``.
 
 Cost (n bytes, level 0 = intra, level 1 = inter): 2(M−1)α₀ + 2(M−1)/M·nβ₀ + (M−1)/M·nγ
 + 2(S−1)α₁ + 2(S−1)/S·nβ₁ + (S−1)/S·nγ + (S+M−2)(α₀ + n/S·β₀).
 """
 from __future__ import annotations
 
-from ccxml.algorithm import AlgorithmError, Options, program
+from ccxml.algorithm import Options, program
 from ccxml.algorithms import _phases as ph
 from ccxml.chunk import Program
 from ccxml.wire import Buffer, Coll
@@ -29,10 +30,11 @@ from ccxml.wire import Buffer, Coll
 INTRA = ("allreduce", "reduce")
 
 
-def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "allreduce") -> Program:
+def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "allreduce",
+              inter: str = "ring") -> Program:
     s_, m_ = ph.uniform_shape("2d-ring", p, topology)
-    if intra not in INTRA:
-        raise AlgorithmError(f"2d-ring intra phase must be one of {', '.join(INTRA)}, got {intra!r}")
+    ph.choose("2d-ring", "intra", intra, INTRA)
+    ph.choose("2d-ring", "inter", inter, ph.INTER)
     k_ = options.channels
     units = s_ * m_
     prog = program("2d-ring", Coll.ALLREDUCE, p, k_ * units, options,
@@ -53,7 +55,7 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
                               acc=lambda pos, j, mem=mem: out(mem[pos], j * m_, (j + 1) * m_))
         leaders = [s * m_ for s in range(s_)]
         src = inp if m_ == 1 else out          # one rank per server: nothing reduced yet
-        ph.allreduce_phase(leaders, "ring", lanes,
+        ph.allreduce_phase(leaders, inter, lanes,
                            src=lambda pos, j: src(leaders[pos], j * m_, (j + 1) * m_),
                            loc=lambda pos, j: out(leaders[pos], j * m_, (j + 1) * m_))
         for mem in servers:

@@ -10,8 +10,9 @@ for ``--channels K``); block i = units [i·S, (i+1)·S). Channels follow the lan
 3. intra-server all-gather of the M blocks.
 
 Phases are joined by data dependencies only, so a plane starts its all-reduce as soon as its
-block is reduced inside the server. The inner algorithms are Python-API parameters: ``intra``
-and ``inter`` ∈ {ring, nhr, mesh} (default ring, the "2-D ring" executors of HCCL).
+block is reduced inside the server. The inner algorithms are parameters (§11): ``intra`` ∈
+{ring, mesh} (level 0) and ``inter`` ∈ {ring, nhr, nb, rhd} (level 1), default ring/ring (the
+"2-D ring" executors of HCCL); CLI ``--intra`` / ``--inter``.
 
 Cost (ring inside and between servers, n bytes, level 0 = intra, level 1 = inter):
 RS (M−1)α₀ + (M−1)/M·n(β₀+γ)  +  AR 2(S−1)α₁ + 2(S−1)/(S·M)·nβ₁ + (S−1)/(S·M)·nγ
@@ -28,8 +29,8 @@ from ccxml.wire import Buffer, Coll
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
               inter: str = "ring") -> Program:
     s_, m_ = ph.uniform_shape("2d-torus", p, topology)
-    ph.inner(intra, ph.RS_TABLES, "intra-server")
-    ph.inner(inter, ph.RS_TABLES, "inter-server")
+    ph.choose("2d-torus", "intra", intra, ph.INTRA)
+    ph.choose("2d-torus", "inter", inter, ph.INTER)
     k_ = options.channels
     units = s_ * m_
     prog = program("2d-torus", Coll.ALLREDUCE, p, k_ * units, options,
@@ -41,15 +42,15 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
         planes = [[s * m_ + i for s in range(s_)] for i in range(m_)]
         lanes = ph.Lanes(k_, c)
         for mem in servers:
-            ph.run_reduce(mem, ph.RS_TABLES[intra](m_), lanes,
-                          src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
-                          acc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+            ph.reduce_scatter_phase(mem, intra, lanes,
+                                    src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
+                                    acc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
         for i, mem in enumerate(planes):
             loc = lambda pos, j, mem=mem, i=i: out(mem[pos], i * s_ + j, i * s_ + j + 1)  # noqa: E731
             ph.allreduce_phase(mem, inter, lanes, src=loc, loc=loc)
         for mem in servers:
-            ph.run_copy(mem, ph.AG_TABLES[intra](m_), lanes,
-                        loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+            ph.all_gather_phase(mem, intra, lanes,
+                                loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
     return prog
 
 

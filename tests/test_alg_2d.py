@@ -45,9 +45,9 @@ def test_8x8_verifies(name, target):
 
 
 @pytest.mark.parametrize("name,options", [
-    ("2d-torus", [dict(intra=a, inter=b) for a in ("ring", "nhr", "mesh") for b in ("ring", "nhr", "mesh")]),
-    ("2d-mesh", [dict(intra=a, inter=b) for a in ("ring", "nhr", "mesh") for b in ("ring", "nhr", "mesh")]),
-    ("hierarchical", [dict(intra=a, inter=b) for a in ("star", "ring") for b in ("ring", "nhr", "mesh")]),
+    ("2d-torus", [dict(intra=a, inter=b) for a in ("ring", "mesh") for b in ("ring", "nhr", "nb", "rhd")]),
+    ("2d-mesh", [dict(intra=a, inter=b) for a in ("ring", "mesh") for b in ("ring", "nhr", "nb", "rhd")]),
+    ("hierarchical", [dict(intra=a, inter=b) for a in ("star", "ring") for b in ("ring", "nhr", "nb", "rhd")]),
     ("2d-ring", [dict(intra="reduce")]),
 ])
 def test_inner_algorithms_verify(name, options):

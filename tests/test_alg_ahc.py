@@ -48,7 +48,7 @@ def test_every_ahc_schedule_verifies(coll, target):
             assert f'topology="{topo.to_attrs()["topology"]}"' in text
 
 
-@pytest.mark.parametrize("kw", [dict(intra="ring"), dict(intra="mesh"), dict(inter="nhr"), dict(inter="mesh")])
+@pytest.mark.parametrize("kw", [dict(intra="ring"), dict(intra="mesh"), dict(inter="nhr"), dict(inter="rhd")])
 def test_inner_algorithms_verify(kw):
     for coll, build in ahc.COLLECTIVES.items():
         for groups in [(2, 3), (3, 3, 2)]:
