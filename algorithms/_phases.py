@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ccxml.algorithm import AlgorithmError
-from ccxml.algorithms.nhr import n_blocks, ns
 from ccxml.chunk import Chunk, Program
 from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer
 
@@ -338,6 +337,16 @@ def run_copy(members: Sequence[int], table: Table, lanes: Lanes, *, loc: Loc,
 
 
 # ---- step tables (positions 0..n-1; member pos ends with block pos) ---------------------------
+
+def ns(n: int) -> int:
+    """⌈log2 n⌉ as HCCL computes it (bit length of n − 1)."""
+    return (n - 1).bit_length()
+
+
+def n_blocks(n: int, k: int) -> int:
+    """n_k of NHR/NB step k (§7.1): the integers in 0…n−1 that are ≡ 2^k mod 2^(k+1)."""
+    return (n - 1 + (1 << k)) >> (k + 1)
+
 
 def ring_rs(n: int) -> Table:
     """Ring reduce-scatter: step k, pos r sends block r−1−k to r+1 (§3)."""

@@ -11,9 +11,9 @@ and channel instance c carries chunk c of each block.
 * AllGather, 1 step: rank r copies its input to output block r and sends it to every peer.
 * AllReduce, two-shot (default): ReduceScatter then AllGather on p blocks, 2 steps.
   ``variant="one-shot"``: every rank sends its whole buffer to every peer and reduces locally,
-  1 step (HCCL ``all_reduce_mesh_oneshot.cc``, for small data). The CLI builds the two-shot
-  form; the one-shot form is reached from Python:
-  ``ccxml.algorithms.build("mesh", "allreduce", 8, variant="one-shot")``.
+  1 step (HCCL ``all_reduce_mesh_oneshot.cc``, for small data). CLI: ``ccxml generate mesh
+  --ranks 8 --variant one-shot``; Python: ``ccxml.algorithms.build("mesh", "allreduce", 8,
+  variant="one-shot")``.
 * Scatter, 1 step: root sends block j to rank j. Gather, 1 step: rank j sends its block to root.
 * Broadcast = Scatter + AllGather, 2 steps. The root already holds every block, so nobody sends
   to it in the AllGather step (HCCL's all-gather would resend root its own data).

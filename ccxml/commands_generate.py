@@ -10,30 +10,48 @@ from ccxml.wire import PROFILES, Coll, Proto
 
 COLL_NAMES = [c.value for c in Coll]
 
+# The choices each algorithm accepts (its builders validate them; tests/test_cli_generate.py
+# checks these texts against the modules, which are not imported here to keep start-up light).
+INTRA_HELP = ("Hierarchical algorithms: the algorithm inside a server/group. 2d-torus, 2d-mesh: "
+              "ring (default) | mesh; ahc: nhr (default) | nb | ring | mesh; hierarchical: star "
+              "(default) | ring; 2d-ring: allreduce (default) | reduce.")
+INTER_HELP = ("Hierarchical algorithms: the algorithm between servers/groups (2d-torus, 2d-mesh, "
+              "2d-ring, hierarchical, ahc): ring | nhr | nb | rhd. Default ring; ahc: ring for up "
+              "to 3 groups, else nhr.")
+VARIANT_HELP = "mesh allreduce: two-shot (default, reduce-scatter + all-gather) | one-shot."
+
 
 def _fail(message: str):
     raise click.ClickException(message)
 
 
 def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", root=None,
-                  counts=None, topology=None, merge_rcs: bool = True, **options):
-    """Build, compile and export; returns (xml text, compiled Algo). Raises ValueError subclasses."""
+                  counts=None, topology=None, merge_rcs: bool = True, intra: str | None = None,
+                  inter: str | None = None, variant: str | None = None, **options):
+    """Build, compile and export; returns (xml text, compiled Algo). Raises ValueError subclasses.
+
+    ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
+    validates them; an algorithm that takes none of them says so (AlgorithmError)."""
     from ccxml.algorithm import Options
     from ccxml.algorithms import build
     prog = build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
-                 topology=topology)
+                 topology=topology, intra=intra, inter=inter, variant=variant)
     algo = prog.compile(target, merge_rcs=merge_rcs)
     from ccxml.export import to_xml
     return to_xml(algo, target), algo
 
 
 def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
-    """(ranks, Topology or None) from the topology options; one clear line on a bad shape."""
-    from ccxml.topology import Topology, TopologyError, load_topology
+    """(ranks, Topology or None) from the topology options; one clear line on a bad shape.
+
+    ccxml.topology (and pydantic) is imported only when a topology option is given."""
     given = [name for name, v in (("--servers/--ranks-per-server", servers or ranks_per_server),
                                   ("--groups", groups), ("--topology", topology_file)) if v]
+    if not given:
+        return ranks, None
     if len(given) > 1:
         _fail(f"give only one of {' and '.join(given)}")
+    from ccxml.topology import Topology, TopologyError, load_topology
     try:
         if topology_file:
             topo = load_topology(topology_file)
@@ -48,8 +66,6 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
                     _fail(f"--ranks {ranks} is not divisible by {k_name} {known}")
                 servers, ranks_per_server = (known, ranks // known) if servers else (ranks // known, known)
             topo = Topology.uniform(servers, ranks_per_server)
-        else:
-            return ranks, None
     except TopologyError as e:
         _fail(str(e))
     if topo.nranks is not None:
@@ -84,9 +100,12 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
 @click.option("--groups", default=None, help="Hierarchical algorithms: group sizes, e.g. 2,3 or 4x8.")
 @click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
               help="Hierarchical algorithms: topology file (JSON or TOML).")
+@click.option("--intra", default=None, metavar="ALG", help=INTRA_HELP)
+@click.option("--inter", default=None, metavar="ALG", help=INTER_HELP)
+@click.option("--variant", default=None, metavar="V", help=VARIANT_HELP)
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
              counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
-             quiet=False):
+             intra=None, inter=None, variant=None, quiet=False):
     """Generate ALGORITHM's MSCCL XML for a collective."""
     from ccxml.progress import Progress        # a bar on a terminal for runs over 1 s
     ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file)
@@ -107,7 +126,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     try:
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
             text, algo = generate_text(algorithm, coll, ranks, target=target, root=root, counts=matrix,
-                                       topology=topology, merge_rcs=not no_fuse, channels=channels, proto=proto,
+                                       topology=topology, merge_rcs=not no_fuse, intra=intra, inter=inter,
+                                       variant=variant, channels=channels, proto=proto,
                                        inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
             bar.update(1)
     except ValueError as e:
