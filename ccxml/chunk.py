@@ -43,19 +43,19 @@ class ChunkError(ValueError):
 class Chunk:
     """``size`` consecutive chunks at ``index`` of buffer ``chunk_type`` on rank ``gpu_id``."""
 
-    __slots__ = ("algo", "gpu_id", "chunk_type", "index", "size", "program")
+    __slots__ = ("gpu_id", "chunk_type", "index", "size", "program", "ref")
 
     def __init__(self, program: "Program", gpu_id: int, chunk_type: Buffer, index: int, size: int):
         self.program = program
-        self.algo = program.algo
         self.gpu_id = gpu_id
         self.chunk_type = chunk_type
         self.index = index
         self.size = size
+        self.ref = (chunk_type, index)       # the (buffer, offset) a step names
 
     @property
-    def ref(self) -> tuple[Buffer, int]:
-        return self.chunk_type, self.index
+    def algo(self):
+        return self.program.algo
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Chunk) and other.program is self.program
@@ -109,10 +109,10 @@ class Chunk:
             for a, b in self._pieces(dst, prog.message_cap):
                 a.copy_diff(b, chan)
             return dst
-        send = prog._issue(StepType.SEND, self.gpu_id, src=self.ref, cnt=self.size,
-                           send_peer=dst.gpu_id, chan=chan)
-        recv = prog._issue(StepType.RECV, dst.gpu_id, dst=dst.ref, cnt=self.size,
-                           recv_peer=self.gpu_id, chan=chan)
+        send = prog._issue(StepType.SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
+                           chan)
+        recv = prog._issue(StepType.RECV, dst.gpu_id, None, dst.ref, self.size, -1, self.gpu_id,
+                           chan)
         send.send_to, recv.recv_from = recv, send
         return dst
 
@@ -142,10 +142,10 @@ class Chunk:
             prog._issue(StepType.REDUCE, self.gpu_id, src=self.ref, dst=out.ref, cnt=self.size,
                         chan=chan)
             return out
-        send = prog._issue(StepType.SEND, self.gpu_id, src=self.ref, cnt=self.size,
-                           send_peer=dst.gpu_id, chan=chan)
-        recv = prog._issue(StepType.RECV_REDUCE_COPY, dst.gpu_id, src=dst.ref, dst=out.ref,
-                           cnt=self.size, recv_peer=self.gpu_id, chan=chan)
+        send = prog._issue(StepType.SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
+                           chan)
+        recv = prog._issue(StepType.RECV_REDUCE_COPY, dst.gpu_id, dst.ref, out.ref, self.size, -1,
+                           self.gpu_id, chan)
         send.send_to, recv.recv_from = recv, send
         return out
 
@@ -166,14 +166,8 @@ def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
     return max(1, min(MAX_CNT, calls * max_allowed_count(proto, max_bytes, nchunksperloop)))
 
 
-class _Access:
-    """Per-rank record of the last writer and the readers since, per (buffer, chunk)."""
-
-    __slots__ = ("writer", "readers")
-
-    def __init__(self):
-        self.writer: Step | None = None
-        self.readers: list[Step] = []
+#: dense code of a buffer in the per-rank access tables (key = chunk index · 4 + code)
+_CODE = {Buffer.INPUT: 0, Buffer.OUTPUT: 1, Buffer.SCRATCH: 2}
 
 
 class Program:
@@ -208,10 +202,13 @@ class Program:
         self._ngpus = ngpus
         self._in_sizes = [self.collective.input_chunks(r) for r in range(ngpus)]
         self._out_sizes = [self.collective.output_chunks(r) for r in range(ngpus)]
+        self._pending = [gpu.pending for gpu in self.algo.gpus]
         self._round_mark = [0] * ngpus
         self._round_last: list[list[Step]] = [[] for _ in range(ngpus)]
         self._seq = 0
-        self._access: list[dict[tuple[Buffer, int], _Access]] = [{} for _ in range(ngpus)]
+        # per rank, per chunk key (index·4 + buffer code): the last writer, and the readers since
+        self._writer: list[dict[int, Step]] = [{} for _ in range(ngpus)]
+        self._readers: list[dict[int, list[Step]]] = [{} for _ in range(ngpus)]
         self._compiled: str | bool = False
 
     @property
@@ -258,53 +255,66 @@ class Program:
         return self.chunk(rank, Buffer.SCRATCH, index, size)
 
     # ---- step issue (phase one of the dependency build) ----------------------------------
-    def _issue(self, type: StepType, gpu: int, *, src=None, dst=None, cnt: int = 1,
+    def _issue(self, type: StepType, gpu: int, src=None, dst=None, cnt: int = 1,
                send_peer: int = -1, recv_peer: int = -1, chan: int = 0) -> Step:
         if self._compiled:
             raise ChunkError("the program is already compiled; build a new Program to add steps")
         if chan < 0:
             raise ChunkError(f"channel must be >= 0, got {chan}")
-        step = Step(type, gpu, src=src, dst=dst, cnt=cnt, send_peer=send_peer,
-                    recv_peer=recv_peer, chan=chan, original_index=self._seq)
+        step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
-        reads = []
         if src is not None and type.reads_src:
-            reads.append(src)
+            self._read(step, src, cnt, gpu)
         if type is StepType.REDUCE:
-            reads.append(dst)
-        write = dst if dst is not None and type.writes_dst else None
-        table = self._access[gpu]
-        deps = step.dep_list
-        for buf, lo in reads:
-            for i in range(lo, lo + cnt):
-                acc = table.get((buf, i))
-                if acc is None:
-                    table[(buf, i)] = acc = _Access()
-                elif acc.writer is not None:
-                    if acc.writer not in deps:
-                        deps.append(acc.writer)
-                    after = acc.writer.readers_after
-                    if not after or after[-1] is not step:
-                        after.append(step)
-                acc.readers.append(step)
-        if write is not None:
-            buf, lo = write
-            for i in range(lo, lo + cnt):
-                acc = table.get((buf, i))
-                if acc is None:
-                    table[(buf, i)] = acc = _Access()
-                else:
-                    if acc.writer is not None:
-                        if acc.writer not in deps:
-                            deps.append(acc.writer)
-                        acc.writer.overwritten_by.append(((buf, i), step))
-                    for reader in acc.readers:
-                        if reader is not step and reader not in deps:
-                            deps.append(reader)
-                acc.writer = step
-                acc.readers = []
-        self.algo.gpus[gpu].pending.append(step)
+            self._read(step, dst, cnt, gpu)
+        if dst is not None and type.writes_dst:
+            self._write(step, dst, cnt, gpu)
+        self._pending[gpu].append(step)
         return step
+
+    def _read(self, step: Step, side: tuple[Buffer, int], cnt: int, gpu: int) -> None:
+        """``step`` reads ``cnt`` chunks at ``side``: it depends on their last writer."""
+        writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
+        code = _CODE[side[0]]
+        lo = side[1] * 4 + code
+        for key in range(lo, lo + 4 * cnt, 4):
+            w = writer.get(key)
+            if w is not None:
+                if w not in deps:
+                    deps.append(w)
+                after = w.readers_after
+                if after is None:
+                    w.readers_after = [step]
+                elif after[-1] is not step:
+                    after.append(step)
+            rs = readers.get(key)
+            if rs is None:
+                readers[key] = [step]
+            else:
+                rs.append(step)
+
+    def _write(self, step: Step, side: tuple[Buffer, int], cnt: int, gpu: int) -> None:
+        """``step`` writes ``cnt`` chunks at ``side``: it depends on the last writer and on the
+        readers since (which it must not overtake)."""
+        writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
+        buf, lo = side
+        code = _CODE[buf]
+        for i in range(lo, lo + cnt):
+            key = i * 4 + code
+            w = writer.get(key)
+            if w is not None:
+                if w not in deps:
+                    deps.append(w)
+                if w.overwritten_by is None:
+                    w.overwritten_by = [((buf, i), step)]
+                else:
+                    w.overwritten_by.append(((buf, i), step))
+            rs = readers.pop(key, None)
+            if rs is not None:
+                for reader in rs:
+                    if reader is not step and reader not in deps:
+                        deps.append(reader)
+            writer[key] = step
 
     # ---- algorithm steps ------------------------------------------------------------------
     def next_round(self, receives: bool = True) -> None:

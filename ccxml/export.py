@@ -36,11 +36,14 @@ def _side(step: Step | None, which: str) -> tuple[Buffer, int] | None:
     return step.src if which == "src" else step.dst
 
 
-def step_attrs(step: Step) -> dict[str, str]:
-    """The ``<step>`` attributes, in the order real files use."""
+_NOP = (Buffer.INPUT, -1), (Buffer.OUTPUT, -1), 0
+
+
+def step_values(step: Step) -> tuple:
+    """The ``<step>`` attribute values, in the order of :data:`STEP_ATTRS`."""
     t = step.type
     if t is StepType.NOP:
-        src, dst, cnt = (Buffer.INPUT, -1), (Buffer.OUTPUT, -1), 0
+        src, dst, cnt = _NOP
     else:
         src, dst, cnt = step.src, step.dst, step.cnt
         if t is StepType.SEND:          # the sender names the receiver's destination
@@ -51,9 +54,15 @@ def step_attrs(step: Step) -> dict[str, str]:
             dst = _side(step.send_to, "dst") or src
         src = src or dst
         dst = dst or src
-    return {"s": str(step.s), "type": t.value, "srcbuf": src[0].value, "srcoff": str(src[1]),
-            "dstbuf": dst[0].value, "dstoff": str(dst[1]), "cnt": str(cnt),
-            "depid": str(step.depid), "deps": str(step.deps), "hasdep": str(step.hasdep)}
+    dep = step.dep
+    return (step._s, t._value_, src[0]._value_, src[1], dst[0]._value_, dst[1], cnt,
+            -1 if dep is None else dep.tb.id, -1 if dep is None else dep._s,
+            1 if step.publish else 0)
+
+
+def step_attrs(step: Step) -> dict[str, str]:
+    """The ``<step>`` attributes, in the order real files use."""
+    return dict(zip(STEP_ATTRS, map(str, step_values(step))))
 
 
 def step_element(step: Step):
@@ -145,8 +154,7 @@ def to_xml(algo: Algo, target: str = "exec") -> str:
                                        "s_chunks": str(scratch_chunks(gpu))}, "  "))
         for tb in gpu.tbs:
             lines.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">')
-            for st in tb.steps:
-                lines.append(fmt(*step_attrs(st).values()))
+            lines.extend([fmt(*step_values(st)) for st in tb.steps])
             lines.append("    </tb>" if tb.steps else None)
             if not tb.steps:
                 lines[-2] = lines[-2][:-1] + "/>"

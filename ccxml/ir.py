@@ -30,11 +30,10 @@ class Step:
     """
 
     __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
-                 "recv_from", "send_to", "dep_list", "depended_by_list", "position_fixed",
-                 "original_index", "send_index", "recv_index", "dep", "merged_into", "publish",
-                 "readers_after", "overwritten_by", "_s")
+                 "recv_from", "send_to", "dep_list", "original_index", "send_index", "recv_index",
+                 "dep", "merged_into", "publish", "readers_after", "overwritten_by", "_s")
 
-    def __init__(self, type: StepType, gpu: int, *, src: tuple[Buffer, int] | None = None,
+    def __init__(self, type: StepType, gpu: int, src: tuple[Buffer, int] | None = None,
                  dst: tuple[Buffer, int] | None = None, cnt: int = 1, send_peer: int = -1,
                  recv_peer: int = -1, chan: int = 0, original_index: int = 0):
         self.type = type
@@ -45,21 +44,20 @@ class Step:
         self.send_peer = send_peer
         self.recv_peer = recv_peer
         self.chan = chan
+        self.original_index = original_index
         self.tb: TB | None = None
         self.recv_from: Step | None = None
         self.send_to: Step | None = None
         self.dep_list: list[Step] = []          # collected while the API is called
-        self.depended_by_list: list[Step] = []  # filled by the dependency build
-        self.position_fixed = False
-        self.original_index = original_index
         self.send_index = -1
         self.recv_index = -1
         self.dep: Step | None = None            # the one direct dependency after the build
         self.merged_into: Step | None = None    # set when fusion folds this step into another
-        self.publish = False                    # publish the flag even with no dependent
-        # recorded by the Chunk API: who read what this step wrote, and who overwrote it
-        self.readers_after: list[Step] = []
-        self.overwritten_by: list[tuple[tuple[Buffer, int], Step]] = []
+        self.publish = False                    # hasdep: some step waits on it (or it must publish)
+        # recorded by the Chunk API (None until there is one): who read what this step wrote,
+        # and who overwrote it
+        self.readers_after: list[Step] | None = None
+        self.overwritten_by: list[tuple[tuple[Buffer, int], Step]] | None = None
         self._s = -1
 
     # ---- seed-design names --------------------------------------------------------------
@@ -83,7 +81,7 @@ class Step:
 
     @property
     def hasdep(self) -> int:
-        return 1 if self.depended_by_list or self.publish else 0
+        return 1 if self.publish else 0
 
     def add_dep(self, other: "Step") -> None:
         """Record that this step must run after ``other`` (same GPU only)."""
@@ -172,14 +170,17 @@ class TB:
         from ccxml.passes.ordering import order_tb
         order_tb(self)
 
+    def nop(self, target: Step) -> Step:
+        """A new ``nop`` of this TB that waits on ``target`` (not inserted yet)."""
+        nop = Step(StepType.NOP, self.gpu, cnt=0, chan=self.chan)
+        nop.tb = self
+        nop.dep = target
+        target.publish = True
+        return nop
+
     def insert_nop_step(self, position: int, dep_steps: list[Step]) -> list[Step]:
         """Insert one ``nop`` per step of ``dep_steps`` before ``position``; return them."""
-        nops = []
-        for target in dep_steps:
-            nop = Step(StepType.NOP, self.gpu, cnt=0, chan=self.chan)
-            nop.tb = self
-            nop.dep = target
-            nops.append(nop)
+        nops = [self.nop(target) for target in dep_steps]
         self.steps[position:position] = nops
         return nops
 

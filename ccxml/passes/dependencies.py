@@ -15,7 +15,7 @@ form. Guarantees:
 """
 from __future__ import annotations
 
-from ccxml.ir import GPU, Algo, Step
+from ccxml.ir import GPU, TB, Algo, Step
 from ccxml.wire import MAX_REDUCE_FUSION, StepType
 
 
@@ -29,47 +29,56 @@ def _tb_order(tb) -> tuple[int, int, int]:
 
 
 def build_gpu_dependencies(gpu: GPU) -> None:
-    pos: dict[int, int] = {}
-    last: dict[int, Step] = {}
+    pos: dict[Step, int] = {}
+    last: dict[TB, Step] = {}
     for tb in gpu.tbs:
         for i, st in enumerate(tb.steps):
-            pos[id(st)] = i
+            pos[st] = i
         if tb.steps:
-            last[id(tb)] = tb.steps[-1]
+            last[tb] = tb.steps[-1]
     for tb in gpu.tbs:
-        inserted = 0
-        for i, st in enumerate(list(tb.steps)):
-            targets = _targets(st, i, pos, last)
+        steps = tb.steps
+        if not any(st.dep_list for st in steps):
+            for st in steps:
+                st.dep = None
+            continue
+        out: list[Step] = []
+        for i, st in enumerate(steps):
             st.dep = None
-            if not targets:
-                continue
-            for nop in tb.insert_nop_step(i + inserted, targets[:-1]):
-                nop.dep.depended_by_list.append(nop)
-                inserted += 1
-            st.dep = targets[-1]
-            st.dep.depended_by_list.append(st)
+            if st.dep_list:
+                targets = _targets(st, i, pos, last)
+                if targets:
+                    for target in targets[:-1]:
+                        out.append(tb.nop(target))
+                    st.dep = target = targets[-1]
+                    target.publish = True
+            out.append(st)
+        tb.steps = out
     for tb in gpu.tbs:
         _cap_reduce_chains(tb)
 
 
-def _targets(st: Step, i: int, pos: dict[int, int], last: dict[int, Step]) -> list[Step]:
+def _targets(st: Step, i: int, pos: dict[Step, int], last: dict[TB, Step]) -> list[Step]:
     tb = st.tb
-    best: dict[int, Step] = {}
+    best: dict[TB, Step] = {}
     for d in st.dep_list:
-        d = d.resolved()
+        while d.merged_into is not None:
+            d = d.merged_into
         dtb = d.tb
         if d is st or dtb is tb:
             continue
-        if dtb.origin is tb.origin:
+        origin = dtb.origin
+        if origin is tb.origin:
             # same original TB, earlier piece: only the chain link into this piece is needed
-            if i == 0 and dtb.segment == tb.segment - 1 and last.get(id(dtb)) is d:
-                best[id(dtb.origin)] = d
+            if i == 0 and dtb.segment == tb.segment - 1 and last.get(dtb) is d:
+                best[origin] = d
             continue
-        key = id(dtb.origin)
-        cur = best.get(key)
-        if cur is None or (cur.tb.segment, pos[id(cur)]) < (dtb.segment, pos[id(d)]):
-            best[key] = d
-    return sorted(best.values(), key=lambda d: (_tb_order(d.tb), pos[id(d)]))
+        cur = best.get(origin)
+        if cur is None or (cur.tb.segment, pos[cur]) < (dtb.segment, pos[d]):
+            best[origin] = d
+    if len(best) < 2:
+        return list(best.values())
+    return sorted(best.values(), key=lambda d: (_tb_order(d.tb), pos[d]))
 
 
 def _cap_reduce_chains(tb) -> None:

@@ -28,36 +28,41 @@ def fuse_receive_send(algo: Algo) -> None:
 
 def fuse_gpu(gpu: GPU) -> None:
     for tb in gpu.tbs:
-        if tb.send < 0 or tb.recv < 0 or len(tb.steps) < 2:
+        steps = tb.steps
+        if tb.send < 0 or tb.recv < 0 or len(steps) < 2:
             continue
         out: list[Step] = []
-        steps = tb.steps
-        i = 0
-        while i < len(steps):
+        i, n = 0, len(steps)
+        while i < n:
             r = steps[i]
-            s = steps[i + 1] if i + 1 < len(steps) else None
-            if s is not None and _fusable(r, s):
+            if i + 1 < n and r.type in _RECEIVES and _fusable(r, steps[i + 1]):
+                s = steps[i + 1]
                 if r.type is StepType.RECV:
                     fused = StepType.RECV_COPY_SEND
                 else:
                     fused = (StepType.RECV_REDUCE_SEND if _store_is_dead(r, s)
                              else StepType.RECV_REDUCE_COPY_SEND)
                 _merge(r, s, fused)
-                out.append(r)
                 i += 2
             else:
-                out.append(r)
                 i += 1
+            out.append(r)
         tb.steps = out
         _renumber_links(tb)
 
 
+_RECEIVES = (StepType.RECV, StepType.RECV_REDUCE_COPY)
+
+
 def _fusable(r: Step, s: Step) -> bool:
-    return (r.type in (StepType.RECV, StepType.RECV_REDUCE_COPY)
-            and s.type is StepType.SEND
-            and s.cnt == r.cnt
-            and s.src == r.dst
-            and all(d.resolved() is r for d in s.dep_list))
+    if s.type is not StepType.SEND or s.cnt != r.cnt or s.src != r.dst:
+        return False
+    for d in s.dep_list:
+        while d.merged_into is not None:
+            d = d.merged_into
+        if d is not r:
+            return False
+    return True
 
 
 def _merge(r: Step, s: Step, fused: StepType) -> None:
@@ -74,19 +79,23 @@ def _merge(r: Step, s: Step, fused: StepType) -> None:
 def _renumber_links(tb) -> None:
     ns = nr = 0
     for st in tb.steps:
-        st.send_index = st.recv_index = -1
-        if st.type.sends:
+        t = st.type
+        if t.sends:
             st.send_index, ns = ns, ns + 1
-        if st.type.receives:
+        else:
+            st.send_index = -1
+        if t.receives:
             st.recv_index, nr = nr, nr + 1
+        else:
+            st.recv_index = -1
     tb.send_count, tb.recv_count = ns, nr
 
 
 def _store_is_dead(r: Step, s: Step) -> bool:
-    if any(x is not s for x in r.readers_after):
+    if r.readers_after is not None and any(x is not s for x in r.readers_after):
         return False
     buf, lo = r.dst
-    nxt = {key: w for key, w in r.overwritten_by}
+    nxt = {key: w for key, w in r.overwritten_by or ()}
     for c in range(lo, lo + r.cnt):
         w = nxt.get((buf, c))
         if w is None:

@@ -32,15 +32,16 @@ import heapq
 from ccxml.ir import TB, Algo, Step
 
 
-def _key(step: Step) -> tuple[int, int]:
+def _key(step: Step) -> int:
+    """The seed key (see above) as one integer: 4·major + minor."""
     t = step.type
     if t.sends and t.receives:
-        return 2 * step.recv_index, 2
+        return 8 * step.recv_index + 2
     if t.sends:
-        return 2 * step.send_index, 0
+        return 8 * step.send_index
     if t.receives:
-        return 2 * step.recv_index + 1, 1
-    return 0, 3
+        return 8 * step.recv_index + 5
+    return 3
 
 
 def order_steps(algo: Algo) -> None:
@@ -54,63 +55,102 @@ def order_tb(tb: TB) -> None:
 
 def _schedule(tbs: list[TB]) -> None:
     steps = [st for tb in tbs for st in tb.steps]
-    index = {id(st): i for i, st in enumerate(steps)}
-    succ: list[list[int]] = [[] for _ in steps]
-    indeg = [0] * len(steps)
-    for tb in tbs:
+    n = len(steps)
+    for i, st in enumerate(steps):
+        st._s = i                       # dense step number while this pass runs (numbered later)
+    m = 1 + max((st.original_index for st in steps), default=0)
+    # heap entries are integers: (seed key · m + issue number) · n + step number, so the order is
+    # the seed key, then issue order, as with tuples, at a fraction of the cost
+    prio = [0] * n
+    succ: list[list[int] | None] = [None] * n
+    indeg = [0] * n
+    tb_of = [0] * n                     # dense TB number of each step
+    wait_for = [0] * n                  # a send's receive (number) to wait for, in its TB
+    receives = [False] * n
+    i = 0
+    for t, tb in enumerate(tbs):
         last_send = last_recv = -1
+        both = tb.recv >= 0
+        nrecv = tb.recv_count
         for st in tb.steps:
-            i = index[id(st)]
-            preds = {index[id(d)] for d in st.dep_list if id(d) in index}
-            if st.recv_from is not None and id(st.recv_from) in index:
-                preds.add(index[id(st.recv_from)])
-            if st.type.sends:
-                if last_send >= 0:
-                    preds.add(last_send)
+            tb_of[i] = t
+            ty = st.type
+            preds = []
+            for d in st.dep_list:
+                j = d._s
+                if 0 <= j < n and j != i and steps[j] is d and j not in preds:
+                    preds.append(j)
+            rf = st.recv_from
+            if rf is not None:
+                j = rf._s
+                if 0 <= j < n and steps[j] is rf and j not in preds:
+                    preds.append(j)
+            if ty.sends:
+                if ty.receives:
+                    key = 8 * st.recv_index + 2
+                else:
+                    key = 8 * st.send_index
+                if both:
+                    wait_for[i] = min(st.send_index, nrecv)
+                if last_send >= 0 and last_send not in preds:
+                    preds.append(last_send)
                 last_send = i
-            if st.type.receives:
-                if last_recv >= 0:
-                    preds.add(last_recv)
+            elif ty.receives:
+                key = 8 * st.recv_index + 5
+            else:
+                key = 3
+            if ty.receives:
+                receives[i] = True
+                if last_recv >= 0 and last_recv not in preds:
+                    preds.append(last_recv)
                 last_recv = i
-            preds.discard(i)
+            prio[i] = (key * m + st.original_index) * n + i
             for j in preds:
-                succ[j].append(i)
+                lst = succ[j]
+                if lst is None:
+                    succ[j] = [i]
+                else:
+                    lst.append(i)
             indeg[i] = len(preds)
-            st.position_fixed = any(d.tb is not tb for d in st.dep_list)
-    heap = [(_key(st), st.original_index, i) for i, st in enumerate(steps) if indeg[i] == 0]
+            i += 1
+    heap = [prio[i] for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)
-    placed: dict[int, list[Step]] = {id(tb): [] for tb in tbs}
-    recvs_placed: dict[int, int] = {id(tb): 0 for tb in tbs}
-    held: dict[int, list] = {}          # TB -> sends waiting for an earlier receive
-    forced: set[int] = set()            # sends let go because nothing else could move
+    placed: list[list[Step]] = [[] for _ in tbs]
+    recvs_placed = [0] * len(tbs)
+    held: dict[int, list[int]] = {}     # TB number -> sends waiting for an earlier receive
+    forced = bytearray(n)               # sends let go because nothing else could move
+    heappush, heappop = heapq.heappush, heapq.heappop
     count = 0
     while heap or held:
         if not heap:                    # alternation impossible here: let the held sends go
             for entries in held.values():
                 for entry in entries:
-                    forced.add(entry[2])
-                    heapq.heappush(heap, entry)
+                    forced[entry % n] = 1
+                    heappush(heap, entry)
             held.clear()
-        entry = heapq.heappop(heap)
-        i = entry[2]
-        st = steps[i]
-        tb = st.tb
-        if (st.type.sends and tb.recv >= 0 and i not in forced
-                and recvs_placed[id(tb)] < min(st.send_index, tb.recv_count)):
-            held.setdefault(id(tb), []).append(entry)
+        entry = heappop(heap)
+        i = entry % n
+        t = tb_of[i]
+        if recvs_placed[t] < wait_for[i] and not forced[i]:
+            held.setdefault(t, []).append(entry)
             continue
-        placed[id(tb)].append(st)
+        placed[t].append(steps[i])
         count += 1
-        if st.type.receives:
-            recvs_placed[id(tb)] += 1
-            for waiting in held.pop(id(tb), ()):
-                heapq.heappush(heap, waiting)
-        for j in succ[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                nxt = steps[j]
-                heapq.heappush(heap, (_key(nxt), nxt.original_index, j))
-    if count != len(steps):  # pragma: no cover - every wait points to an earlier-issued step
+        if receives[i]:
+            recvs_placed[t] += 1
+            waiting = held.pop(t, None)
+            if waiting:
+                for w in waiting:
+                    heappush(heap, w)
+        nxt = succ[i]
+        if nxt is not None:
+            for j in nxt:
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    heappush(heap, prio[j])
+    if count != n:  # pragma: no cover - every wait points to an earlier-issued step
         raise ValueError("the steps' waits form a cycle; the program was not issued in order")
-    for tb in tbs:
-        tb.steps = placed[id(tb)]
+    for t, tb in enumerate(tbs):
+        tb.steps = placed[t]
+    for st in steps:
+        st._s = -1

@@ -28,31 +28,45 @@ class LimitError(ValueError):
 
 def nop_cost(step: Step) -> int:
     """``nop``s the dependency build will put in front of ``step`` (an upper bound)."""
+    if len(step.dep_list) < 2:
+        return 0
     own = step.tb.origin if step.tb is not None else None
-    targets = {id(d.resolved().tb.origin) for d in step.dep_list
-               if d.resolved().tb is not None and d.resolved().tb.origin is not own}
+    targets = set()
+    for d in step.dep_list:
+        while d.merged_into is not None:
+            d = d.merged_into
+        if d.tb is not None and d.tb.origin is not own:
+            targets.add(d.tb.origin)
     return max(0, len(targets) - 1)
 
 
 def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     limit = profile.max_steps_per_tb
     tbs = [tb for gpu in algo.gpus for tb in gpu.tbs]
-    costs = {id(st): 1 + nop_cost(st) for tb in tbs for st in tb.steps}
-    if all(sum(costs[id(st)] for st in tb.steps) <= limit for tb in tbs):
+    # dense numbering: step -> gid, where each step sits (TB number, position), and its cost
+    # (itself plus the nops its dependencies will need)
+    gid: dict[Step, int] = {}
+    where: list[tuple[int, int]] = []
+    cost: list[int] = []
+    fits = True
+    for t, tb in enumerate(tbs):
+        total = 0
+        for i, st in enumerate(tb.steps):
+            gid[st] = len(where)
+            where.append((t, i))
+            c = 1 + nop_cost(st) if len(st.dep_list) > 1 else 1
+            cost.append(c)
+            total += c
+        if total > limit:
+            fits = False
+    if fits:
         return
     # A segment per event: the receive and the send half of a fused step may end up in two
     # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
     # rcs steps be cut at all: every link cuts at the same message.
-    # dense numbering: step -> gid, and where each step sits (TB number, position)
-    gid: dict[int, int] = {}
-    where: list[tuple[int, int]] = []
-    for t, tb in enumerate(tbs):
-        for i, st in enumerate(tb.steps):
-            gid[id(st)] = len(where)
-            where.append((t, i))
     n = len(where)
     rseg, sseg = [0] * n, [0] * n
-    plans = [_plan(tb, costs, gid, where) for tb in tbs]
+    plans = [_plan(tb, cost, gid) for tb in tbs]
     saved = [([0] * (len(tb.steps) + 1), [0] * (len(tb.steps) + 1)) for tb in tbs]
     dirty = [0] * len(tbs)
     pending = deque(range(len(tbs)))
@@ -72,11 +86,9 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
                 pending.append(pt)
     else:  # pragma: no cover - segments only grow and are bounded by the step count
         raise LimitError("could not split thread blocks across channels (no fixed point)")
-    rseg = {id(st): rseg[gid[id(st)]] for tb in tbs for st in tb.steps}
-    sseg = {id(st): sseg[gid[id(st)]] for tb in tbs for st in tb.steps}
 
     width = max(tb.chan for tb in tbs) + 1
-    top = max(list(rseg.values()) + list(sseg.values()))
+    top = max(max(rseg), max(sseg))
     if top * width + width - 1 > profile.max_chan:
         longest = max(tbs, key=lambda t: len(t.steps))
         raise LimitError(
@@ -84,19 +96,18 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
             f"limit is {profile.max_steps_per_tb} per TB, and splitting it needs channel "
             f"{top * width + width - 1} > {profile.max_chan}: use --target legacy "
             f"(256 steps per TB) or fewer --channels")
-    seg = _unfuse_cut_steps(tbs, rseg, sseg)
+    seg = _unfuse_cut_steps(tbs, gid, rseg, sseg)
     for gpu in algo.gpus:
         _rebuild_gpu(gpu, seg, width)
 
 
-def _plan(tb: TB, costs: dict[int, int], gid: dict[int, int], where) -> list[tuple]:
+def _plan(tb: TB, cost: list[int], gid: dict[Step, int]) -> list[tuple]:
     """Per step: (gid, receives?, sends?, cost, recv partner gid, send partner gid) (-1: none)."""
     plan = []
     for st in tb.steps:
-        rp, sp = st.recv_from, st.send_to
-        plan.append((gid[id(st)], st.type.receives or not st.type.sends, st.type.sends,
-                     costs[id(st)], gid[id(rp)] if rp is not None else -1,
-                     gid[id(sp)] if sp is not None else -1))
+        rp, sp, t, g = st.recv_from, st.send_to, st.type, gid[st]
+        plan.append((g, t.receives or not t.sends, t.sends, cost[g],
+                     gid[rp] if rp is not None else -1, gid[sp] if sp is not None else -1))
     return plan
 
 
@@ -146,29 +157,31 @@ _UNFUSED = {StepType.RECV_COPY_SEND: StepType.RECV,
             StepType.RECV_REDUCE_SEND: StepType.RECV_REDUCE_COPY}
 
 
-def _unfuse_cut_steps(tbs: list[TB], rseg: dict[int, int], sseg: dict[int, int]) -> dict[int, int]:
+def _unfuse_cut_steps(tbs: list[TB], gid: dict[Step, int], rseg: list[int],
+                      sseg: list[int]) -> dict[Step, int]:
     """Split fused steps whose halves fell into two pieces; return step -> piece."""
-    seg: dict[int, int] = {}
-    moved: dict[int, Step] = {}
+    seg: dict[Step, int] = {}
+    moved: dict[Step, Step] = {}
     for tb in tbs:
         out: list[Step] = []
         for st in tb.steps:
-            sid = id(st)
-            r = rseg.get(sid, 0) if st.type.receives or not st.type.sends else None
-            s = sseg.get(sid, 0) if st.type.sends else None
+            g = gid[st]
+            t = st.type
+            r = rseg[g] if t.receives or not t.sends else None
+            s = sseg[g] if t.sends else None
             if r is not None and s is not None and r != s:
                 send = Step(StepType.SEND, st.gpu, src=st.dst, cnt=st.cnt, send_peer=st.send_peer,
                             chan=st.chan, original_index=st.original_index)
                 send.tb = tb
                 send.send_to = st.send_to
                 st.send_to.recv_from = send
-                st.type = _UNFUSED[st.type]
+                st.type = _UNFUSED[t]
                 st.send_to, st.send_peer = None, -1
-                seg[sid], seg[id(send)] = r, s
-                moved[sid] = send
+                seg[st], seg[send] = r, s
+                moved[st] = send
                 out += [st, send]
             else:
-                seg[sid] = r if r is not None else (s if s is not None else 0)
+                seg[st] = r if r is not None else (s if s is not None else 0)
                 out.append(st)
         tb.steps = out
     if moved:
@@ -176,19 +189,20 @@ def _unfuse_cut_steps(tbs: list[TB], rseg: dict[int, int], sseg: dict[int, int])
         for tb in tbs:
             for st in tb.steps:
                 for i, d in enumerate(st.dep_list):
-                    send = moved.get(id(d.resolved()))
-                    if send is not None and d.resolved().tb is not st.tb:
+                    d = d.resolved()
+                    send = moved.get(d)
+                    if send is not None and d.tb is not st.tb:
                         st.dep_list[i] = send
     return seg
 
 
-def _rebuild_gpu(gpu: GPU, seg: dict[int, int], width: int) -> None:
+def _rebuild_gpu(gpu: GPU, seg: dict[Step, int], width: int) -> None:
     old = gpu.tbs
     gpu.tbs, gpu.channel_usage, gpu._index = [], {}, {}
     for tb in old:
         pieces: dict[int, list[Step]] = {}
         for st in tb.steps:
-            pieces.setdefault(seg[id(st)], []).append(st)
+            pieces.setdefault(seg[st], []).append(st)
         prev_last: Step | None = None
         for k in sorted(pieces):
             steps = pieces[k]
