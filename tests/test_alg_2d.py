@@ -3,9 +3,14 @@ verifies on the issue's shapes and profiles, inner algorithms are interchangeabl
 shapes are one-line errors (also through the CLI)."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from dataflow_rounds import depth
 
 from ccxml.algorithm import AlgorithmError, Options
+from ccxml.algorithms import _phases as ph
+from ccxml.algorithms._phases import ns
 from ccxml.algorithms import get
 from ccxml.interpreter import verify
 from ccxml.topology import Topology
@@ -36,24 +41,95 @@ def test_every_schedule_verifies(name, target):
             _verified(name, s, m, target, inplace=True)
 
 
-@pytest.mark.parametrize("name,target", [
-    # 2d-ring on exec trips a splitting-pass bug at HEAD (piece 0 declares a peer it never uses
-    # while the peer has no piece 0 -> LinkError); legacy needs no splitting
-    ("2d-ring", "legacy"), ("2d-torus", "exec"), ("2d-mesh", "exec"), ("hierarchical", "exec")])
+@pytest.mark.parametrize("target", sorted(PROFILES))
+@pytest.mark.parametrize("name", ALGORITHMS)
 def test_8x8_verifies(name, target):
     _verified(name, 8, 8, target)
 
 
-@pytest.mark.parametrize("name,options", [
-    ("2d-torus", [dict(intra=a, inter=b) for a in ("ring", "mesh") for b in ("ring", "nhr", "nb", "rhd")]),
-    ("2d-mesh", [dict(intra=a, inter=b) for a in ("ring", "mesh") for b in ("ring", "nhr", "nb", "rhd")]),
-    ("hierarchical", [dict(intra=a, inter=b) for a in ("star", "ring") for b in ("ring", "nhr", "nb", "rhd")]),
-    ("2d-ring", [dict(intra="reduce")]),
-])
-def test_inner_algorithms_verify(name, options):
-    for kw in options:
-        for s, m in [(3, 2), (2, 4), (3, 5)]:
-            _verified(name, s, m, "exec", **kw)
+#: every inner choice each algorithm takes (its ``intra`` / ``inter`` parameters, §11)
+CHOICES = {
+    "2d-torus": [dict(intra=a, inter=b) for a in ph.INTRA for b in ph.INTER],
+    "2d-mesh": [dict(intra=a, inter=b) for a in ph.INTRA for b in ph.INTER],
+    "hierarchical": [dict(intra=a, inter=b) for a in ("star", "ring") for b in ph.INTER],
+    "2d-ring": [dict(intra=a, inter=b) for a in ("allreduce", "reduce") for b in ph.INTER],
+}
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_every_inner_choice_verifies(name):
+    """Every choice on every shape but 8×8, the profile rotating over the combinations."""
+    targets = sorted(PROFILES)
+    for i, (kw, (s, m)) in enumerate(itertools.product(CHOICES[name], SHAPES)):
+        _verified(name, s, m, targets[i % len(targets)], **kw)
+
+
+def _steps(alg: str, n: int, half: bool = False) -> int:
+    """§13's steps of a reduce-scatter (``half``) or all-reduce of ``alg`` among n members
+    (RHD: §4.3, ⌊log2 n⌋ (+1 fold or unfold per half when n is not a power of two))."""
+    if n == 1:
+        return 0
+    one = {"ring": n - 1, "mesh": 1, "nhr": ns(n), "nb": ns(n),
+           "rhd": n.bit_length() - 1 + (n & (n - 1) != 0)}[alg]
+    return one if half else 2 * one
+
+
+def uniform(alg: str, n: int) -> bool:
+    """Every block takes every step (NHR/NB on n ≠ 2^k send some contributions straight to their
+    owner, so those chains are shorter than the step count; RHD folds only some ranks)."""
+    return alg in ("ring", "mesh") or n & (n - 1) == 0
+
+
+def expected_rounds(name: str, s: int, m: int, intra: str, inter: str) -> tuple[int, bool]:
+    """(the reference's step count of the composition, whether every chain takes all of it).
+
+    The phases follow §11: level-0 RS → level-1 AR → level-0 AG (2d-torus), level-0 AR → level-1
+    AR (2d-mesh), reduce to a leader → AR among leaders → broadcast (2d-ring, hierarchical). A
+    pipelined chain of m ranks (ring reduce/broadcast) is m − 1 steps deep: its slots overlap.
+    """
+    ar = _steps(inter, s)
+    exact = uniform(inter, s)
+    if name == "2d-torus":
+        return 2 * _steps(intra, m, half=True) + ar, exact
+    if name == "2d-mesh":
+        return _steps(intra, m) + ar, exact
+    chain = m - 1
+    if name == "2d-ring":
+        return (_steps("ring", m) if intra == "allreduce" else chain) + ar + chain, exact
+    one = min(1, chain) if intra == "star" else chain
+    return 2 * one + ar, exact
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_rounds_equal_the_reference(name):
+    """Measured on the XML (tests/dataflow_rounds.py): the longest chain of communication steps
+    equals the sum of the phases' §13 step counts; where an inner algorithm sends some
+    contributions straight to their owner (NHR/NB/RHD on a non-power-of-two count) no chain is
+    longer than that sum."""
+    for kw, (s, m) in itertools.product(CHOICES[name], SHAPES):
+        prog = get(name).allreduce(s * m, topology=Topology.uniform(s, m), **kw)
+        measured = max(depth(prog.to_xml("exec")))
+        want, exact = expected_rounds(name, s, m, kw["intra"], kw["inter"])
+        if exact:
+            assert measured == want, f"{name} {s}x{m} {kw}: {measured} rounds, reference {want}"
+        else:
+            assert 0 < measured <= want, f"{name} {s}x{m} {kw}: {measured} rounds > reference {want}"
+
+
+def test_rccl_limit_error_says_so(capsys):
+    """More thread blocks than RCCL allows: the error names the profile and its limit, and the
+    same schedule compiles for exec."""
+    from ccxml.passes import LimitError
+    for name in ("2d-ring", "hierarchical"):
+        build = lambda: get(name).allreduce(16, topology=Topology.uniform(4, 4),  # noqa: E731
+                                            options=Options(channels=8))
+        with pytest.raises(LimitError, match="thread blocks; the rccl limit is 64"):
+            build().to_xml("rccl")
+        assert "<algo" in build().to_xml("exec")
+    code, _, err = run(capsys, "generate", "2d-ring", "--servers", "4", "--ranks-per-server", "4",
+                       "--channels", "8", "--target", "rccl", "-o", "-")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "the rccl limit is 64" in err and "--target exec" in err
 
 
 def test_channels_verify():
