@@ -2,10 +2,14 @@
 derives them, and every schedule verifies for the issue's group shapes on every profile."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from dataflow_rounds import depth
 
 from ccxml.algorithm import AlgorithmError, Options
 from ccxml.algorithms import ahc
+from ccxml.algorithms._phases import ns
 from ccxml.interpreter import verify
 from ccxml.topology import Topology
 from ccxml.wire import PROFILES, Coll
@@ -48,13 +52,60 @@ def test_every_ahc_schedule_verifies(coll, target):
             assert f'topology="{topo.to_attrs()["topology"]}"' in text
 
 
-@pytest.mark.parametrize("kw", [dict(intra="ring"), dict(intra="mesh"), dict(inter="nhr"), dict(inter="rhd")])
-def test_inner_algorithms_verify(kw):
-    for coll, build in ahc.COLLECTIVES.items():
-        for groups in [(2, 3), (3, 3, 2)]:
-            text = build(sum(groups), topology=Topology.from_groups(groups), **kw).to_xml("exec")
-            rep = verify(text, target="exec")
-            assert rep.ok, f"{coll.value} {groups} {kw}: {rep.first_reason}"
+def test_every_inner_choice_verifies():
+    """Every intra × inter choice for every collective on the issue's shapes but {5,7} (which
+    the default choice covers on every profile above), the profile rotating."""
+    targets = sorted(PROFILES)
+    combos = itertools.product(ahc.INTRA, ahc.INTER, ahc.COLLECTIVES.items(), SHAPES[:-1])
+    for i, (intra, inter, (coll, build), groups) in enumerate(combos):
+        target = targets[i % len(targets)]
+        text = build(sum(groups), topology=Topology.from_groups(groups), intra=intra,
+                     inter=inter).to_xml(target)
+        rep = verify(text, target=target)
+        assert rep.ok, f"{coll.value} {groups} {intra}/{inter} {target}: {rep.first_reason}"
+
+
+def _steps(alg: str, n: int, half: bool) -> int:
+    """§13's steps of a reduce-scatter / all-gather (``half``) or all-reduce among n members."""
+    if n == 1:
+        return 0
+    one = {"ring": n - 1, "mesh": 1, "nhr": ns(n), "nb": ns(n),
+           "rhd": n.bit_length() - 1 + (n & (n - 1) != 0)}[alg]
+    return one if half else 2 * one
+
+
+@pytest.mark.parametrize("coll", list(ahc.COLLECTIVES), ids=lambda c: c.value)
+def test_rounds_equal_the_reference(coll):
+    """§9.5 (derived step counts): AR = ns(m) intra RS + the inter all-reduce of the rank's card
+    + ns(m) intra AG; RS = intra RS + inter RS; AG = inter AG + intra AG; inter 2(G−1) / G−1
+    steps for ring (G ≤ 3), 2·ns(G) / ns(G) for NHR. Measured on the XML as the longest chain
+    of communication steps (tests/dataflow_rounds.py).
+
+    Equal groups (one logic card per rank) whose inner algorithms take every step with every
+    block (ring, mesh, or a power-of-two member count) must match exactly. Otherwise the sum
+    with the largest group is an upper bound: NHR/NB/RHD on other counts send some
+    contributions straight to their owner, and a rank's logic cards, which HCCL runs one after
+    the other (§9.2), touch disjoint data and overlap here (§12.8: no barrier).
+    """
+    half = coll is not Coll.ALLREDUCE
+    for groups, (intra, inter) in itertools.product(SHAPES, [("nhr", None), ("ring", "ring"),
+                                                             ("nb", "nb"), ("mesh", "rhd")]):
+        topo = Topology.from_groups(groups)
+        split = ahc.groups_of(sum(groups), topo)
+        inter_ = inter or ("ring" if len(split) <= 3 else "nhr")
+        sizes = {len(g) for g in split}
+        intra_steps = max(_steps(intra, m, True) for m in sizes)
+        want = _steps(inter_, len(split), half) + intra_steps * (1 if half else 2)
+        measured = depth(ahc.COLLECTIVES[coll](sum(groups), topology=topo, intra=intra,
+                                               inter=inter).to_xml("exec"))
+        uniform = all(a in ("ring", "mesh") or n & (n - 1) == 0
+                      for a, n in [(inter_, len(split))] + [(intra, m) for m in sizes])
+        what = f"{coll.value} {groups} {intra}/{inter_}: {max(measured)} rounds, reference {want}"
+        if len(sizes) == 1 and uniform:
+            assert max(measured) == want, what
+            assert min(measured) == want, what + " (every rank takes part in every step)"
+        else:
+            assert 0 < max(measured) <= want, what
 
 
 def test_channels_verify():
@@ -68,8 +119,10 @@ def test_bad_shapes_are_clear_errors():
         ahc.allreduce(5)
     with pytest.raises(AlgorithmError, match="add up to 5 ranks, but the schedule has 6"):
         ahc.allreduce(6, topology=Topology.from_groups([2, 3]))
-    with pytest.raises(AlgorithmError, match="'bogus'"):
+    with pytest.raises(AlgorithmError, match="ahc: --inter must be one of ring, nhr, nb, rhd; got 'bogus'"):
         ahc.allgather(5, topology=Topology.from_groups([2, 3]), inter="bogus")
+    with pytest.raises(AlgorithmError, match="ahc: --intra must be one of nhr, nb, ring, mesh; got 'rhd'"):
+        ahc.allreduce(5, topology=Topology.from_groups([2, 3]), intra="rhd")
 
 
 def test_cli_ahc(tmp_path, capsys):
@@ -82,3 +135,31 @@ def test_cli_ahc(tmp_path, capsys):
         assert e.code in (0, None)
     assert "PASS" in capsys.readouterr().out
     assert 'topology="2,3"' in out.read_text()
+
+
+def test_cli_inner_choice(tmp_path, capsys):
+    """--intra/--inter reach the builder: the file is the one the Python API builds, and it
+    verifies; a choice the algorithm does not take is one line naming the choices."""
+    from ccxml.cli import main
+    out = tmp_path / "a.xml"
+    try:
+        main(["generate", "ahc", "--groups", "3,3,2", "--intra", "nb", "--inter", "rhd",
+              "-o", str(out), "--verify"])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    assert "PASS" in capsys.readouterr().out
+    want = ahc.allreduce(8, topology=Topology.from_groups([3, 3, 2]), intra="nb", inter="rhd")
+    assert out.read_text() == want.to_xml("exec")
+    assert out.read_text() != ahc.allreduce(8, topology=Topology.from_groups([3, 3, 2])).to_xml("exec")
+    with pytest.raises(SystemExit) as e:
+        main(["generate", "ahc", "--groups", "2,3", "--inter", "mesh", "-o", str(tmp_path / "b.xml")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["ccxml: ahc: --inter must be one of ring, nhr, nb, rhd; got 'mesh'"]
+
+
+def test_rccl_limit_error_says_so():
+    """Too many thread blocks for RCCL: the error names the profile and its limit."""
+    from ccxml.passes import LimitError
+    with pytest.raises(LimitError, match="thread blocks; the rccl limit is 64"):
+        ahc.allreduce(8, topology=Topology.from_groups([4, 4]), options=Options(channels=16)).to_xml("rccl")
