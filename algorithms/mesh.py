@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from ccxml.algorithm import AlgorithmError, Options, check_ranks, check_root, program
 from ccxml.chunk import Program
+from ccxml.collectives import alltoallv_offsets
 from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, PROFILES, Coll
 
 #: pair distances sharing one channel: two peers per distance, so at most 32 TBs per direction
@@ -261,9 +262,7 @@ class Exchange:
 
     def __init__(self, prog: Program, m):
         self.prog, self.m, self.p = prog, m, len(m)
-        self.send_off = [[sum(row[:j]) for j in range(self.p)] for row in m]
-        self.recv_off = [[sum(m[k][j] for k in range(i)) for j in range(self.p)]
-                         for i in range(self.p)]
+        self.send_off, self.recv_off = alltoallv_offsets(m)
         self.limit = message_limit(prog)
 
     def landing(self, src: int, dst: int, off: int, size: int):

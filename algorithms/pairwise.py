@@ -5,11 +5,13 @@ step k = 1 … p−1 rank r sends its data for r+k to r+k and receives the data 
 each rank has exactly one send and one receive in flight and no link ever carries two flows.
 
 The steps are serialized like HCCL's single stream: on each rank, both transfers of step k wait
-(explicit dependencies) until both transfers of its previous step with data have finished. Each
-peer still has its own thread block (the send to r+k and the receive from r+k, in steps k and
-p−k, share a full-duplex TB), spread over channels as in Mesh (at most 32 peers per channel).
-With ``channels`` = K every transfer is cut into K parts, channel instance c carrying part c, so
-K independent PairWise sequences run side by side.
+(explicit dependencies) until both transfers of its previous step with data have finished — up
+to 128 peer thread blocks per rank, the most a dependency can name (``depid`` ≤ 127); beyond
+that the steps run concurrently. Each peer still has its own thread block (the send to r+k and
+the receive from r+k, in steps k and p−k, share a full-duplex TB), spread over channels as in
+Mesh (at most 32 peers per channel).
+With ``channels`` = K every transfer is cut into K parts, channel instance c carrying part c: the
+K parts of a step run side by side, and the next step waits for all of them.
 
 AllToAllV takes a P×P matrix of chunk counts M[i][j] (i → j), the packed send/recv layout of
 ccxml/collectives.py; zero-count transfers are skipped. A transfer larger than a link buffers
@@ -46,28 +48,25 @@ def _pairwise(prog: Program, m, k_: int) -> None:
     p = len(m)
     exchange = Exchange(prog, m)
     exchange.local_copies()
-    gpus = prog.algo.gpus
-    for c in range(k_):
-        previous: list[list] = [[] for _ in range(p)]     # rank -> last send/recv of its last step
-        for k in range(1, p):
-            current: list[dict] = [{} for _ in range(p)]
+    # HCCL's single stream, as dependencies: a rank's step k waits for its step k−1. Every peer
+    # has its own TB, and a dependency can name only the first 128 TBs of a rank (depid is an
+    # int8 in the kernels), so beyond 128 TBs per rank the steps run unserialised (the data
+    # needs no order; each link still carries exactly one flow)
+    serialize = (p - 1) * k_ <= SERIALIZABLE_TBS
+    for k in range(1, p):
+        for c in range(k_):
             for r in range(p):
                 j = (r + k) % p
                 for part, off, size in pieces(m[r][j], k_, exchange.limit):
-                    if part != c:
-                        continue
-                    exchange.send(r, j, off, size, chan=peer_channel(r, j, p, c))
-                    # the Chunk API just issued the send on r and the receive on j
-                    for rank, kind in ((r, "send"), (j, "recv")):
-                        step = gpus[rank].pending[-1]
-                        if kind not in current[rank]:          # later pieces follow in the TB
-                            for before in previous[rank]:
-                                step.add_dep(before)
-                        current[rank][kind] = step
-            for r in range(p):
-                if current[r]:
-                    previous[r] = list(current[r].values())
+                    if part == c:
+                        exchange.send(r, j, off, size, chan=peer_channel(r, j, p, c))
+        if serialize:
+            prog.next_round()
     exchange.unstage()
+
+
+#: thread blocks per rank that dependencies can name (depid <= 127 on every runtime)
+SERIALIZABLE_TBS = 128
 
 
 COLLECTIVES = {

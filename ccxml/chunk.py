@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from ccxml.collectives import Collective
 from ccxml.ir import Algo, IRError, Step
-from ccxml.wire import (LINK_CALLS, Buffer, Coll, Proto, StepType, max_allowed_count)
+from ccxml.wire import (COPY, INPUT, LINK_CALLS, OUTPUT, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH,
+                        SEND, Buffer, Coll, Proto, StepType, max_allowed_count)
 
 #: largest ``cnt`` every runtime accepts
 MAX_CNT = 71
@@ -93,7 +94,7 @@ class Chunk:
             for a, b in self._pieces(dst, MAX_CNT):
                 a.copy(b, chan)
             return dst
-        self.program._issue(StepType.COPY, self.gpu_id, src=self.ref, dst=dst.ref, cnt=self.size,
+        self.program._issue(COPY, self.gpu_id, src=self.ref, dst=dst.ref, cnt=self.size,
                             chan=chan)
         return dst
 
@@ -109,9 +110,9 @@ class Chunk:
             for a, b in self._pieces(dst, prog.message_cap):
                 a.copy_diff(b, chan)
             return dst
-        send = prog._issue(StepType.SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
+        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
                            chan)
-        recv = prog._issue(StepType.RECV, dst.gpu_id, None, dst.ref, self.size, -1, self.gpu_id,
+        recv = prog._issue(RECV, dst.gpu_id, None, dst.ref, self.size, -1, self.gpu_id,
                            chan)
         send.send_to, recv.recv_from = recv, send
         return dst
@@ -139,12 +140,12 @@ class Chunk:
         if dst.gpu_id == self.gpu_id:
             if out.ref != dst.ref:
                 dst.copy(out, chan)
-            prog._issue(StepType.REDUCE, self.gpu_id, src=self.ref, dst=out.ref, cnt=self.size,
+            prog._issue(REDUCE, self.gpu_id, src=self.ref, dst=out.ref, cnt=self.size,
                         chan=chan)
             return out
-        send = prog._issue(StepType.SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
+        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
                            chan)
-        recv = prog._issue(StepType.RECV_REDUCE_COPY, dst.gpu_id, dst.ref, out.ref, self.size, -1,
+        recv = prog._issue(RECV_REDUCE_COPY, dst.gpu_id, dst.ref, out.ref, self.size, -1,
                            self.gpu_id, chan)
         send.send_to, recv.recv_from = recv, send
         return out
@@ -167,7 +168,7 @@ def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
 
 
 #: dense code of a buffer in the per-rank access tables (key = chunk index · 4 + code)
-_CODE = {Buffer.INPUT: 0, Buffer.OUTPUT: 1, Buffer.SCRATCH: 2}
+_CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
 
 
 class Program:
@@ -228,31 +229,31 @@ class Program:
             raise ChunkError(f"rank {rank} out of range 0..{self._ngpus - 1}")
         if size < 1:
             raise ChunkError(f"chunk size must be >= 1, got {size}")
-        if buffer is Buffer.SCRATCH:
+        if buffer is SCRATCH:
             if index < 0:
                 raise ChunkError(f"scratch index {index} < 0")
             return Chunk(self, rank, buffer, index, size)
-        limit = (self._in_sizes if buffer is Buffer.INPUT else self._out_sizes)[rank]
+        limit = (self._in_sizes if buffer is INPUT else self._out_sizes)[rank]
         if index < 0 or index + size > limit:
             raise ChunkError(f"{buffer.name.lower()}[{index}:+{size}] out of range on rank {rank} "
                              f"({limit} chunks)")
         if self.inplace:
             coll = self.collective
             shift = coll.inplace_input_offset(rank)   # input j == output j + shift
-            if coll.coll in (Coll.ALLGATHER, Coll.GATHER) and buffer is Buffer.INPUT:
-                buffer, index = Buffer.OUTPUT, index + shift
-            elif coll.coll not in (Coll.ALLGATHER, Coll.GATHER) and buffer is Buffer.OUTPUT:
-                buffer, index = Buffer.INPUT, index - shift
+            if coll.coll in (Coll.ALLGATHER, Coll.GATHER) and buffer is INPUT:
+                buffer, index = OUTPUT, index + shift
+            elif coll.coll not in (Coll.ALLGATHER, Coll.GATHER) and buffer is OUTPUT:
+                buffer, index = INPUT, index - shift
         return Chunk(self, rank, buffer, index, size)
 
     def input(self, rank: int, index: int, size: int = 1) -> Chunk:
-        return self.chunk(rank, Buffer.INPUT, index, size)
+        return self.chunk(rank, INPUT, index, size)
 
     def output(self, rank: int, index: int, size: int = 1) -> Chunk:
-        return self.chunk(rank, Buffer.OUTPUT, index, size)
+        return self.chunk(rank, OUTPUT, index, size)
 
     def scratch(self, rank: int, index: int, size: int = 1) -> Chunk:
-        return self.chunk(rank, Buffer.SCRATCH, index, size)
+        return self.chunk(rank, SCRATCH, index, size)
 
     # ---- step issue (phase one of the dependency build) ----------------------------------
     def _issue(self, type: StepType, gpu: int, src=None, dst=None, cnt: int = 1,
@@ -265,7 +266,7 @@ class Program:
         self._seq += 1
         if src is not None and type.reads_src:
             self._read(step, src, cnt, gpu)
-        if type is StepType.REDUCE:
+        if type is REDUCE:
             self._read(step, dst, cnt, gpu)
         if dst is not None and type.writes_dst:
             self._write(step, dst, cnt, gpu)

@@ -25,6 +25,7 @@ chunk must hold. A reduction over an empty multiset never occurs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Iterator
 
 from ccxml.wire import Coll
@@ -104,10 +105,7 @@ class Collective:
 
     def alltoallv_offsets(self) -> tuple[list[list[int]], list[list[int]]]:
         """(send displacement of i→j in i's input, recv displacement of i→j in j's output)."""
-        p, m = self.ngpus, self.counts
-        send = [[sum(m[i][:j]) for j in range(p)] for i in range(p)]
-        recv = [[sum(m[k][j] for k in range(i)) for j in range(p)] for i in range(p)]
-        return send, recv
+        return alltoallv_offsets(self.counts)
 
     # ---- postcondition -----------------------------------------------------------------
     def expected(self) -> Iterator[tuple[int, int, tuple[Contribution, ...]]]:
@@ -177,3 +175,15 @@ def parse_counts(text: str) -> tuple[tuple[int, ...], ...]:
         raise CollectiveError(f"counts must be a square matrix, got {len(rows)} rows of lengths "
                               f"{sorted({len(r) for r in rows})}")
     return tuple(rows)
+
+
+def alltoallv_offsets(m) -> tuple[list[list[int]], list[list[int]]]:
+    """For a P×P count matrix (i sends m[i][j] chunks to j): (send displacement of i→j in i's
+    input, recv displacement of i→j in j's output), the runtime's packed layout."""
+    p = len(m)
+    send = [[0, *accumulate(row[:-1])] for row in m]
+    recv = [[0] * p for _ in range(p)]
+    for i in range(1, p):
+        above, row = recv[i - 1], m[i - 1]
+        recv[i] = [above[j] + row[j] for j in range(p)]
+    return send, recv

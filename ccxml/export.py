@@ -19,7 +19,8 @@ import tempfile
 
 from ccxml.ir import Algo, GPU, Step
 from ccxml.passes.splitting import LimitError
-from ccxml.wire import LEGACY_COLL_NAMES, Buffer, Coll, StepType
+from ccxml.wire import (INPUT, LEGACY_COLL_NAMES, NOP, OUTPUT, RECV, RECV_REDUCE_SEND, SCRATCH,
+                        SEND, Buffer, Coll)
 
 LEGACY_COLLS = {Coll.ALLREDUCE, Coll.ALLGATHER, Coll.REDUCESCATTER, Coll.ALLTOALL,
                 Coll.BROADCAST, Coll.REDUCE}
@@ -36,21 +37,21 @@ def _side(step: Step | None, which: str) -> tuple[Buffer, int] | None:
     return step.src if which == "src" else step.dst
 
 
-_NOP = (Buffer.INPUT, -1), (Buffer.OUTPUT, -1), 0
+_NOP = (INPUT, -1), (OUTPUT, -1), 0
 
 
 def step_values(step: Step) -> tuple:
     """The ``<step>`` attribute values, in the order of :data:`STEP_ATTRS`."""
     t = step.type
-    if t is StepType.NOP:
+    if t is NOP:
         src, dst, cnt = _NOP
     else:
         src, dst, cnt = step.src, step.dst, step.cnt
-        if t is StepType.SEND:          # the sender names the receiver's destination
+        if t is SEND:          # the sender names the receiver's destination
             dst = _side(step.send_to, "dst") or src
-        elif t is StepType.RECV:        # the receiver names the sender's source
+        elif t is RECV:        # the receiver names the sender's source
             src = _side(step.recv_from, "src") or _side(step.recv_from, "dst") or dst
-        elif t is StepType.RECV_REDUCE_SEND and dst is None:
+        elif t is RECV_REDUCE_SEND and dst is None:
             dst = _side(step.send_to, "dst") or src
         src = src or dst
         dst = dst or src
@@ -74,10 +75,10 @@ def scratch_chunks(gpu: GPU) -> int:
     top = 0
     for tb in gpu.tbs:
         for st in tb.steps:
-            if st.type is StepType.NOP:
+            if st.type is NOP:
                 continue
             for side in (st.src, st.dst):
-                if side is not None and side[0] is Buffer.SCRATCH:
+                if side is not None and side[0] is SCRATCH:
                     top = max(top, side[1] + st.cnt)
     return top
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ccxml.wire import Buffer, Coll, Proto, StepType
+from ccxml.wire import NOP, REDUCE, Buffer, Coll, Proto, StepType
 
 
 class IRError(ValueError):
@@ -106,7 +106,7 @@ class Step:
         """Local (buffer, start, end) ranges the step reads."""
         if self.src is not None and self.type.reads_src:
             yield self.src[0], self.src[1], self.src[1] + self.cnt
-        if self.type is StepType.REDUCE and self.dst is not None:
+        if self.type is REDUCE and self.dst is not None:
             yield self.dst[0], self.dst[1], self.dst[1] + self.cnt
 
     def writes(self) -> Iterator[tuple[Buffer, int, int]]:
@@ -172,7 +172,7 @@ class TB:
 
     def nop(self, target: Step) -> Step:
         """A new ``nop`` of this TB that waits on ``target`` (not inserted yet)."""
-        nop = Step(StepType.NOP, self.gpu, cnt=0, chan=self.chan)
+        nop = Step(NOP, self.gpu, cnt=0, chan=self.chan)
         nop.tb = self
         nop.dep = target
         target.publish = True

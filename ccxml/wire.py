@@ -162,3 +162,10 @@ def profile(name: str) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise ValueError(f"unknown target {name!r}; choose one of {', '.join(PROFILES)}") from None
+
+
+# The members as plain module constants for hot loops (a member lookup on its Enum class costs
+# about ten times a global lookup): ``from ccxml.wire import SEND, RECV, INPUT``.
+(SEND, RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_SEND, RECV_REDUCE_COPY_SEND, COPY,
+ REDUCE, NOP) = StepType
+INPUT, OUTPUT, SCRATCH = Buffer

@@ -24,6 +24,7 @@ import time
 from ccxml.collectives import Collective, CollectiveError
 from ccxml.findings import Finding
 from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, replay, run
+from ccxml.interpreter.levels import prove
 from ccxml.interpreter.postcondition import check as check_postcondition
 from ccxml.interpreter.program import NotExecutable, lower, place
 from ccxml.interpreter.report import Report
@@ -166,20 +167,9 @@ _STATIC = {"shared-connection", "unmatched-link", "cnt-mismatch", "dep-never-pub
 def _verify_form(prog, collective, form: bool, stats: dict, label: str) -> list[Finding]:
     out = list(prog.findings)
     out.extend(place(prog, collective, form))
-    ctl = run(prog, prog.cap)
-    data_ctl = ctl
-    if not ctl.completed:
-        free = run(prog, UNBOUNDED)
-        if free.completed:
-            out.extend(deadlock_findings(
-                prog, ctl, "deadlock-fifo", f"hangs when a link buffers only {prog.cap} calls of "
-                f"{prog.max_allowed} chunk(s) (completes with unbounded links): "))
-        else:
-            out.extend(deadlock_findings(prog, free, "deadlock", "hangs even with unbounded links: "))
-        data_ctl = free
-    data_res = replay(prog, data_ctl)
-    data_res.leftover = data_ctl.leftover
-    out.extend(data_res.findings)
+    data_res = prove(prog)
+    if data_res is None:
+        data_res = _exact(prog, out)
     s = stats.setdefault("per_form", {}).setdefault(label, {})
     s.update(links=len(prog.links),
              link_calls=prog.cap, max_allowed_count=prog.max_allowed, tracked=prog.ntracked,
@@ -196,3 +186,22 @@ def _verify_form(prog, collective, form: bool, stats: dict, label: str) -> list[
             s["chunks_checked"] = counts.get("_checked", 0)
             s["chunks_wrong"] = sum(v for k, v in counts.items() if not k.startswith("_"))
     return out
+
+
+def _exact(prog, out: list):
+    """The exact engine (control run, deadlock analysis, replay); its findings go to ``out``."""
+    ctl = run(prog, prog.cap)
+    data_ctl = ctl
+    if not ctl.completed:
+        free = run(prog, UNBOUNDED)
+        if free.completed:
+            out.extend(deadlock_findings(
+                prog, ctl, "deadlock-fifo", f"hangs when a link buffers only {prog.cap} calls of "
+                f"{prog.max_allowed} chunk(s) (completes with unbounded links): "))
+        else:
+            out.extend(deadlock_findings(prog, free, "deadlock", "hangs even with unbounded links: "))
+        data_ctl = free
+    data_res = replay(prog, data_ctl)
+    data_res.leftover = data_ctl.leftover
+    out.extend(data_res.findings)
+    return data_res

@@ -38,9 +38,11 @@ def check_links(algo: Algo) -> None:
                     raise LinkError(f"gpu {gpu.id} chan {tb.chan}: TBs {table[key][0].id} and "
                                     f"{tb.id} both {kind} {'to' if kind == 'send' else 'from'} "
                                     f"{peer}")
-                flag = (lambda t: t.sends) if kind == "send" else (lambda t: t.receives)
-                table[key] = (tb, [st.cnt for st in tb.steps if flag(st.type)])
-    for key in sorted(set(sends) | set(recvs)):
+                if kind == "send":
+                    table[key] = (tb, [st.cnt for st in tb.steps if st.type.sends])
+                else:
+                    table[key] = (tb, [st.cnt for st in tb.steps if st.type.receives])
+    for key in sorted(sends.keys() | recvs.keys()):
         a, b, chan = key
         if key not in recvs:
             tb = sends[key][0]
@@ -70,32 +72,37 @@ def check_limits(algo: Algo, profile: Profile) -> None:
         if len(gpu.tbs) > p.max_tbs:
             raise LimitError(f"gpu {gpu.id} has {len(gpu.tbs)} thread blocks; the {p.name} limit is "
                              f"{p.max_tbs}: use fewer --channels or --target exec")
-        for kind, peer_of in (("send", lambda t: t.send), ("recv", lambda t: t.recv)):
-            per_chan: dict[int, int] = {}
-            for tb in gpu.tbs:
-                if peer_of(tb) >= 0:
-                    per_chan[tb.chan] = per_chan.get(tb.chan, 0) + 1
-            for chan, count in sorted(per_chan.items()):
+        per_chan = {"send": {}, "recv": {}}
+        nsteps = 0
+        for tb in gpu.tbs:
+            for kind, peer in (("send", tb.send), ("recv", tb.recv)):
+                if peer >= 0:
+                    counts = per_chan[kind]
+                    counts[tb.chan] = counts.get(tb.chan, 0) + 1
+            nsteps += len(tb.steps)
+        for kind, counts in per_chan.items():
+            for chan, count in sorted(counts.items()):
                 if count > p.max_tbs_per_chan_dir:
                     raise LimitError(f"gpu {gpu.id} has {count} TBs with a {kind} peer on channel "
                                      f"{chan}; the runtime allows {p.max_tbs_per_chan_dir}: spread "
                                      f"the peers over more channels (chan=...)")
-        nodes = 1 + algo.ngpus + len(gpu.tbs) + sum(len(tb.steps) for tb in gpu.tbs)
+        nodes = 1 + algo.ngpus + len(gpu.tbs) + nsteps
         if nodes > p.max_nodes:
             raise LimitError(f"gpu {gpu.id} needs {nodes} XML nodes; the runtime keeps at most "
                              f"{p.max_nodes} per rank: use fewer --channels or fewer ranks")
+        types, max_cnt, max_dep_tb = p.step_types, p.max_cnt, p.max_dep_tb
         for tb in gpu.tbs:
             if len(tb.steps) > p.max_steps_per_tb:
                 raise LimitError(f"gpu {gpu.id} tb {tb.id} has {len(tb.steps)} steps; the {p.name} "
                                  f"limit is {p.max_steps_per_tb}: use --target legacy")
             for st in tb.steps:
-                if st.type not in p.step_types:
+                if st.type not in types:
                     raise LimitError(f"gpu {gpu.id} tb {tb.id} step {st.s}: type {st.type.value} is "
                                      f"not executed by {p.name}")
-                if st.cnt > p.max_cnt:
+                if st.cnt > max_cnt:
                     raise LimitError(f"gpu {gpu.id} tb {tb.id} step {st.s}: cnt {st.cnt} exceeds "
                                      f"{p.max_cnt}: use more chunks per loop (smaller chunks)")
-                if st.dep is not None and st.depid > p.max_dep_tb:
+                if st.dep is not None and st.dep.tb.id > max_dep_tb:
                     raise LimitError(f"gpu {gpu.id} tb {tb.id} step {st.s} depends on tb "
                                      f"{st.depid}; the {p.name} limit for depid is {p.max_dep_tb}: "
                                      f"use fewer --channels")

@@ -16,7 +16,7 @@ form. Guarantees:
 from __future__ import annotations
 
 from ccxml.ir import GPU, TB, Algo, Step
-from ccxml.wire import MAX_REDUCE_FUSION, StepType
+from ccxml.wire import MAX_REDUCE_FUSION, REDUCE
 
 
 def build_dependencies(algo: Algo) -> None:
@@ -85,10 +85,10 @@ def _cap_reduce_chains(tb) -> None:
     run = 0
     prev: Step | None = None
     for st in tb.steps:
-        fuses = (prev is not None and st.type is StepType.REDUCE and prev.type is StepType.REDUCE
+        fuses = (prev is not None and st.type is REDUCE and prev.type is REDUCE
                  and st.dep is None and not prev.hasdep and st.dst == prev.dst
                  and st.src[0] == prev.src[0])
-        run = run + 1 if fuses else (1 if st.type is StepType.REDUCE else 0)
+        run = run + 1 if fuses else (1 if st.type is REDUCE else 0)
         if run == MAX_REDUCE_FUSION:
             st.publish = True
             run = 0

@@ -18,7 +18,8 @@ is left with ``merged_into`` pointing at the fused step, so dependencies on it f
 from __future__ import annotations
 
 from ccxml.ir import GPU, Algo, Step
-from ccxml.wire import Buffer, StepType
+from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
+                        RECV_REDUCE_SEND, SCRATCH, SEND, StepType)
 
 
 def fuse_receive_send(algo: Algo) -> None:
@@ -37,11 +38,11 @@ def fuse_gpu(gpu: GPU) -> None:
             r = steps[i]
             if i + 1 < n and r.type in _RECEIVES and _fusable(r, steps[i + 1]):
                 s = steps[i + 1]
-                if r.type is StepType.RECV:
-                    fused = StepType.RECV_COPY_SEND
+                if r.type is RECV:
+                    fused = RECV_COPY_SEND
                 else:
-                    fused = (StepType.RECV_REDUCE_SEND if _store_is_dead(r, s)
-                             else StepType.RECV_REDUCE_COPY_SEND)
+                    fused = (RECV_REDUCE_SEND if _store_is_dead(r, s)
+                             else RECV_REDUCE_COPY_SEND)
                 _merge(r, s, fused)
                 i += 2
             else:
@@ -51,11 +52,11 @@ def fuse_gpu(gpu: GPU) -> None:
         _renumber_links(tb)
 
 
-_RECEIVES = (StepType.RECV, StepType.RECV_REDUCE_COPY)
+_RECEIVES = (RECV, RECV_REDUCE_COPY)
 
 
 def _fusable(r: Step, s: Step) -> bool:
-    if s.type is not StepType.SEND or s.cnt != r.cnt or s.src != r.dst:
+    if s.type is not SEND or s.cnt != r.cnt or s.src != r.dst:
         return False
     for d in s.dep_list:
         while d.merged_into is not None:
@@ -71,7 +72,7 @@ def _merge(r: Step, s: Step, fused: StepType) -> None:
     r.send_to = s.send_to
     if s.send_to is not None:
         s.send_to.recv_from = r
-    if fused is StepType.RECV_COPY_SEND:
+    if fused is RECV_COPY_SEND:
         r.src = r.dst
     s.merged_into = r
 
@@ -95,11 +96,13 @@ def _store_is_dead(r: Step, s: Step) -> bool:
     if r.readers_after is not None and any(x is not s for x in r.readers_after):
         return False
     buf, lo = r.dst
-    nxt = {key: w for key, w in r.overwritten_by or ()}
+    if not r.overwritten_by:                  # never overwritten: dead only if it is scratch
+        return buf is SCRATCH
+    nxt = {key: w for key, w in r.overwritten_by}
     for c in range(lo, lo + r.cnt):
         w = nxt.get((buf, c))
         if w is None:
-            if buf is not Buffer.SCRATCH:
+            if buf is not SCRATCH:
                 return False                  # the value is the final content of i/o
             continue
         if w.tb is not r.tb or any(b == buf and a <= c < z for b, a, z in w.reads()):

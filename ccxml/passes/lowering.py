@@ -13,7 +13,7 @@ Runs before fusion is skipped for such targets, so no ``rcs``/``rrs``/``rrcs`` e
 from __future__ import annotations
 
 from ccxml.ir import Algo, Step
-from ccxml.wire import Buffer, StepType
+from ccxml.wire import COPY, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH, Buffer
 
 
 def lower_receive_reduce(algo: Algo) -> None:
@@ -21,18 +21,18 @@ def lower_receive_reduce(algo: Algo) -> None:
         scratch_top = _scratch_top(gpu)
         slot_of: dict[int, int] = {}
         for tb in gpu.tbs:
-            if not any(st.type is StepType.RECV_REDUCE_COPY for st in tb.steps):
+            if not any(st.type is RECV_REDUCE_COPY for st in tb.steps):
                 continue
-            width = max(st.cnt for st in tb.steps if st.type is StepType.RECV_REDUCE_COPY)
+            width = max(st.cnt for st in tb.steps if st.type is RECV_REDUCE_COPY)
             out: list[Step] = []
             for st in tb.steps:
-                if st.type is not StepType.RECV_REDUCE_COPY:
+                if st.type is not RECV_REDUCE_COPY:
                     out.append(st)
                     continue
                 if id(tb) not in slot_of:
                     slot_of[id(tb)] = scratch_top
                     scratch_top += width
-                out.extend(_lower(st, (Buffer.SCRATCH, slot_of[id(tb)])))
+                out.extend(_lower(st, (SCRATCH, slot_of[id(tb)])))
             tb.steps = out
             ns = nr = 0
             for st in tb.steps:
@@ -47,7 +47,7 @@ def _scratch_top(gpu) -> int:
     top = 0
     for st in gpu.steps():
         for side in (st.src, st.dst):
-            if side is not None and side[0] is Buffer.SCRATCH:
+            if side is not None and side[0] is SCRATCH:
                 top = max(top, side[1] + st.cnt)
     return top
 
@@ -58,7 +58,7 @@ def _overlap(a, b, n) -> bool:
 
 def _lower(st: Step, slot: tuple[Buffer, int]) -> list[Step]:
     src, dst, n = st.src, st.dst, st.cnt
-    recv = Step(StepType.RECV, st.gpu, dst=dst if not _overlap(src, dst, n) else slot, cnt=n,
+    recv = Step(RECV, st.gpu, dst=dst if not _overlap(src, dst, n) else slot, cnt=n,
                 recv_peer=st.recv_peer, chan=st.chan, original_index=st.original_index)
     recv.tb = st.tb
     recv.dep_list = list(st.dep_list)
@@ -69,16 +69,16 @@ def _lower(st: Step, slot: tuple[Buffer, int]) -> list[Step]:
     st.recv_from = None
     st.recv_peer = -1
     st.dep_list = []
-    st.type = StepType.REDUCE
+    st.type = REDUCE
     if not _overlap(src, dst, n):                       # dst := recv; dst ⊕= src
         st.src, st.dst = src, dst
         return [recv, st]
     if src == dst:                                      # src ⊕= slot
         st.src, st.dst = slot, dst
         return [recv, st]
-    red = Step(StepType.REDUCE, st.gpu, src=src, dst=slot, cnt=n, chan=st.chan,
+    red = Step(REDUCE, st.gpu, src=src, dst=slot, cnt=n, chan=st.chan,
                original_index=st.original_index)
     red.tb = st.tb
-    st.type = StepType.COPY                             # slot ⊕= src; dst := slot
+    st.type = COPY                             # slot ⊕= src; dst := slot
     st.src, st.dst = slot, dst
     return [recv, red, st]

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections import deque
 
 from ccxml.ir import GPU, TB, Algo, Step
-from ccxml.wire import Profile, StepType
+from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
+                        RECV_REDUCE_SEND, SEND, Profile)
 
 
 class LimitError(ValueError):
@@ -68,7 +69,8 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     rseg, sseg = [0] * n, [0] * n
     plans = [_plan(tb, cost, gid) for tb in tbs]
     saved = [([0] * (len(tb.steps) + 1), [0] * (len(tb.steps) + 1)) for tb in tbs]
-    dirty = [0] * len(tbs)
+    dirty = [0] * len(tbs)                      # first position pushed since the last walk
+    last = [len(plan) for plan in plans]        # last position pushed since the last walk
     pending = deque(range(len(tbs)))
     queued = [True] * len(tbs)
     for _ in range(50 * len(tbs) + 1000):
@@ -77,10 +79,13 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
         t = pending.popleft()
         queued[t] = False
         start, dirty[t] = dirty[t], len(plans[t])
-        for g in _walk(plans[t], start, saved[t], rseg, sseg, limit):
+        stop, last[t] = last[t], -1
+        for g in _walk(plans[t], start, stop, saved[t], rseg, sseg, limit):
             pt, pi = where[g]
             if pi < dirty[pt]:
                 dirty[pt] = pi
+            if pi > last[pt]:
+                last[pt] = pi
             if not queued[pt]:
                 queued[pt] = True
                 pending.append(pt)
@@ -111,14 +116,18 @@ def _plan(tb: TB, cost: list[int], gid: dict[Step, int]) -> list[tuple]:
     return plan
 
 
-def _walk(plan, start, saved, rseg, sseg, limit):
+def _walk(plan, start, stop, saved, rseg, sseg, limit):
     """Assign pieces to one TB's step halves from position ``start`` on (each half no earlier
-    than its partner's piece); push partners that must move later; return (TB, position) of
-    each pushed partner. ``saved`` keeps the walk's state before every position."""
+    than its partner's piece); push partners that must move later; return the gids of the
+    pushed partners. ``saved`` keeps the walk's state before every position; past ``stop`` (the
+    last position pushed since the previous walk) nothing changed, so the walk ends as soon as
+    it reaches the state the previous walk had there."""
     touched = []
     curs, useds = saved
     cur, used = curs[start], useds[start]
     for i in range(start, len(plan)):
+        if i > stop and cur == curs[i] and used == useds[i]:
+            return touched
         curs[i], useds[i] = cur, used
         sid, has_r, has_s, cost, rp, sp = plan[i]
         unit = -1
@@ -152,9 +161,9 @@ def _walk(plan, start, saved, rseg, sseg, limit):
     return touched
 
 
-_UNFUSED = {StepType.RECV_COPY_SEND: StepType.RECV,
-            StepType.RECV_REDUCE_COPY_SEND: StepType.RECV_REDUCE_COPY,
-            StepType.RECV_REDUCE_SEND: StepType.RECV_REDUCE_COPY}
+_UNFUSED = {RECV_COPY_SEND: RECV,
+            RECV_REDUCE_COPY_SEND: RECV_REDUCE_COPY,
+            RECV_REDUCE_SEND: RECV_REDUCE_COPY}
 
 
 def _unfuse_cut_steps(tbs: list[TB], gid: dict[Step, int], rseg: list[int],
@@ -170,7 +179,7 @@ def _unfuse_cut_steps(tbs: list[TB], gid: dict[Step, int], rseg: list[int],
             r = rseg[g] if t.receives or not t.sends else None
             s = sseg[g] if t.sends else None
             if r is not None and s is not None and r != s:
-                send = Step(StepType.SEND, st.gpu, src=st.dst, cnt=st.cnt, send_peer=st.send_peer,
+                send = Step(SEND, st.gpu, src=st.dst, cnt=st.cnt, send_peer=st.send_peer,
                             chan=st.chan, original_index=st.original_index)
                 send.tb = tb
                 send.send_to = st.send_to

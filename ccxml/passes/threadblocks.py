@@ -54,45 +54,58 @@ def _assign_gpu(gpu: GPU) -> None:
             recv_tb[(chan, peer)] = gpu.add_tb(TB(-1, peer, chan))
 
     # local steps: follow the producer of their source, else the next consumer of their output
-    home: dict[int, TB] = {}          # original_index -> TB for communicating steps
+    home: dict[Step, TB] = {}
+    local_steps = False
     for st in steps:
         if st.send_peer >= 0:
-            home[st.original_index] = send_tb[(st.chan, st.send_peer)]
+            home[st] = send_tb[(st.chan, st.send_peer)]
         elif st.recv_peer >= 0:
-            home[st.original_index] = recv_tb[(st.chan, st.recv_peer)]
-    consumer = _first_consumers(steps, home)
-    local_tb: dict[int, TB] = {}
-    for st in steps:
-        if st.original_index in home:
-            continue
-        tb = None
-        for dep in reversed(st.dep_list):          # the latest producer first
-            tb = home.get(dep.original_index)
-            if tb is not None:
-                break
-        if tb is None:
-            tb = consumer.get(st.original_index)
-        if tb is None:
-            tb = next((t for t in gpu.tbs if t.chan == st.chan), None)
-        if tb is None:
-            tb = local_tb.get(st.chan)
+            home[st] = recv_tb[(st.chan, st.recv_peer)]
+        else:
+            local_steps = True
+    if local_steps:
+        consumer = _first_consumers(steps, home)
+        local_tb: dict[int, TB] = {}
+        for st in steps:
+            if st in home:
+                continue
+            tb = None
+            for dep in reversed(st.dep_list):          # the latest producer first
+                tb = home.get(dep)
+                if tb is not None:
+                    break
             if tb is None:
-                tb = local_tb[st.chan] = gpu.add_tb(TB(-1, -1, st.chan))
-        home[st.original_index] = tb
+                tb = consumer.get(st)
+            if tb is None:
+                tb = next((t for t in gpu.tbs if t.chan == st.chan), None)
+            if tb is None:
+                tb = local_tb.get(st.chan)
+                if tb is None:
+                    tb = local_tb[st.chan] = gpu.add_tb(TB(-1, -1, st.chan))
+            home[st] = tb
 
-    for st in steps:
-        home[st.original_index].add_step(st)
+    for st in steps:           # TB.add_step, inlined: the peers match by construction
+        tb = home[st]
+        t = st.type
+        if t.sends:
+            st.send_index = tb.send_count
+            tb.send_count += 1
+        if t.receives:
+            st.recv_index = tb.recv_count
+            tb.recv_count += 1
+        st.tb = tb
+        tb.steps.append(st)
     gpu.pending = []
 
 
-def _first_consumers(steps: list[Step], home: dict[int, TB]) -> dict[int, TB]:
+def _first_consumers(steps: list[Step], home: dict[Step, TB]) -> dict[Step, TB]:
     """For each local step, the TB of the first communicating step that depends on it."""
-    out: dict[int, TB] = {}
+    out: dict[Step, TB] = {}
     for st in steps:
-        tb = home.get(st.original_index)
+        tb = home.get(st)
         if tb is None:
             continue
         for dep in st.dep_list:
-            if dep.original_index not in home and dep.original_index not in out:
-                out[dep.original_index] = tb
+            if dep not in home and dep not in out:
+                out[dep] = tb
     return out

@@ -1,0 +1,365 @@
+"""Level-synchronous replay: prove a clean schedule correct in bulk, or hand it back.
+
+:func:`prove` runs a placed :class:`~ccxml.interpreter.program.Program` as a dependency graph
+instead of TB by TB. Nodes are instructions; a node waits for its TB predecessor, the send its
+message comes from (the k-th receive on a link gets the k-th send), the instructions releasing
+its dependencies (:func:`~ccxml.interpreter.program.dep_sources`) and, with bounded links, the
+receive that frees room for it (the m-th send on a link needs the (m - cap)-th receive). Nodes
+are grouped by level (longest path from a source, computed with numpy), and each level's data
+actions run as list-wide operations on the same symbolic values the exact replay uses
+(:class:`~ccxml.interpreter.execute.Values`, simple form).
+
+Guarantee: when :func:`prove` returns an :class:`~ccxml.interpreter.execute.ExecResult`, the
+exact engine (:func:`~ccxml.interpreter.execute.run` with the bounded links, then
+:func:`~ccxml.interpreter.execute.replay`) completes with no finding and the same final memory
+and leftover messages. This holds because the prover only answers when
+
+* the graph with capacity edges is acyclic and every wait has a provider (a system of
+  deterministic TBs with monotone flags and FIFO links is confluent, so the bounded run
+  completes), every step takes at most one primitive call and moves at most one chunk, no
+  ``re`` chain is fused, every link has one sending and one receiving TB, nothing is out of
+  bounds;
+* no read sees unwritten memory, every reduction combines values of one chunk index with
+  disjoint contributions (no double count, no mixed value);
+* every pair of accesses the exact race check compares (per shared location in a topological
+  order: each access against the last write of another TB, each write against the latest reads
+  of other TBs since) is ordered by happens-before (program order, dependency and message
+  edges, not capacity), proven by a bounded backward search. Without races the final memory is
+  the same in every topological order, so level order gives the exact engine's memory.
+
+Otherwise it returns None and the caller runs the exact engine, which also words every finding.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from ccxml.interpreter.execute import ExecResult, Values
+from ccxml.interpreter.program import (IS_READ, IS_WRITE, K_CPY, K_NONE, K_RCS, K_RE, K_RECV,
+                                       K_RRC, K_RRCS, K_RRS, K_SEND, Program, dep_sources)
+
+#: nodes a race proof may visit, per instruction of the program (then the exact engine runs)
+SEARCH_BUDGET_PER_NODE = 0.5
+#: levels allowed per instruction: beyond this the graph is a few long chains, where the exact
+#: engine's TB-by-TB loop is the faster one
+MAX_LEVEL_FRACTION = 0.25
+
+_IS_READ = np.array(IS_READ, dtype=bool)
+_IS_WRITE = np.array(IS_WRITE, dtype=bool)
+
+
+class _Graph:
+    """The form-independent part: levels and message sources (memoised on the Program)."""
+
+    __slots__ = ("order", "bounds", "level", "src_of", "leftover", "dsrc")
+
+    def __init__(self, order, bounds, level, src_of, leftover, dsrc):
+        self.order, self.bounds, self.level = order, bounds, level
+        self.src_of, self.leftover, self.dsrc = src_of, leftover, dsrc
+
+
+def _graph(prog: Program) -> _Graph | None:
+    memo = prog.control.get("levels", False)
+    if memo is not False:
+        return memo
+    g = _build_graph(prog)
+    prog.control["levels"] = g
+    return g
+
+
+def _build_graph(prog: Program) -> _Graph | None:
+    N = prog.ninstr
+    if N == 0 or prog.fused or max(prog.calls) > 1:
+        return None
+    for ln in prog.links:
+        if len(ln.senders) > 1 or len(ln.receivers) > 1:
+            return None
+    tbs = prog.tbs
+    ntb = len(tbs)
+    starts = np.fromiter((tb.start for tb in tbs), np.int64, ntb)
+    ends = np.fromiter((tb.end for tb in tbs), np.int64, ntb)
+    lens = ends - starts
+    if lens.max() > MAX_LEVEL_FRACTION * N + 64:
+        return None
+    tb_of = np.repeat(np.arange(ntb, dtype=np.int64), lens)
+    op = np.array(prog.op, dtype=np.int8)
+
+    # ---- messages: the k-th receive on a link gets the k-th send -----------------------------
+    nlinks = len(prog.links)
+    out_link = np.fromiter((tb.out_link for tb in tbs), np.int64, ntb)
+    in_link = np.fromiter((tb.in_link for tb in tbs), np.int64, ntb)
+    snd = np.flatnonzero(op & 1)
+    rcv = np.flatnonzero(op & 2)
+    slink = out_link[tb_of[snd]]
+    rlink = in_link[tb_of[rcv]]
+    if (slink < 0).any() or (rlink < 0).any():
+        return None
+    ps = np.argsort(slink, kind="stable")
+    pr = np.argsort(rlink, kind="stable")
+    snd, slink = snd[ps], slink[ps]
+    rcv, rlink = rcv[pr], rlink[pr]
+    cs = np.bincount(slink, minlength=nlinks)
+    cr = np.bincount(rlink, minlength=nlinks)
+    cap = prog.cap
+    if (cr > cs).any() or (cs > cr + cap).any():
+        return None                      # a receive without a send, or a send that never has room
+    s_start = np.cumsum(cs) - cs
+    r_start = np.cumsum(cr) - cr
+    r_rank = np.arange(len(rcv)) - r_start[rlink]
+    matched = snd[s_start[rlink] + r_rank]
+    src_of = np.full(N, -1, np.int64)
+    src_of[rcv] = matched
+    s_rank = np.arange(len(snd)) - s_start[slink]
+    need = s_rank >= cap
+    cap_pred = rcv[r_start[slink[need]] + s_rank[need] - cap]     # receive freeing room
+    cap_succ_of = snd[need]
+
+    # ---- dependencies -------------------------------------------------------------------------
+    dsrc = dep_sources(prog) if any(d is not None for d in prog.deps) else {}
+    du, dv = [], []
+    for w, srcs in dsrc.items():
+        for x in srcs:
+            if x < 0:
+                return None
+            du.append(x)
+            dv.append(w)
+
+    # ---- predecessor counts and successors -------------------------------------------------------
+    indeg = np.ones(N, np.int64)
+    indeg[starts[lens > 0]] = 0
+    indeg[rcv] += 1
+    np.add.at(indeg, cap_succ_of, 1)
+    nxt = np.arange(1, N + 1, dtype=np.int64)
+    nxt[ends[lens > 0] - 1] = -1
+    smsg = np.full(N, -1, np.int64)
+    smsg[matched] = rcv
+    scap = np.full(N, -1, np.int64)
+    scap[cap_pred] = cap_succ_of
+    has_dep_succ = None
+    if du:
+        du_a = np.array(du, np.int64)
+        dv_a = np.array(dv, np.int64)
+        np.add.at(indeg, dv_a, 1)
+        o = np.argsort(du_a, kind="stable")
+        du_a, dv_a = du_a[o], dv_a[o]
+        has_dep_succ = np.zeros(N, bool)
+        has_dep_succ[du_a] = True
+
+    level = np.full(N, -1, np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    fronts = []
+    done = 0
+    max_levels = MAX_LEVEL_FRACTION * N + 64
+    lv = 0
+    while frontier.size:
+        fronts.append(frontier)
+        level[frontier] = lv
+        lv += 1
+        done += frontier.size
+        if lv > max_levels:
+            return None
+        parts = [nxt[frontier], smsg[frontier], scap[frontier]]
+        if has_dep_succ is not None:
+            f = frontier[has_dep_succ[frontier]]
+            if f.size:
+                lo = np.searchsorted(du_a, f, "left")
+                n = np.searchsorted(du_a, f, "right") - lo
+                first = np.cumsum(n) - n
+                parts.append(dv_a[np.arange(int(n.sum())) + np.repeat(lo - first, n)])
+        cand = np.concatenate(parts)
+        cand = cand[cand >= 0]
+        if cand.size == 0:
+            break
+        u, c = np.unique(cand, return_counts=True)
+        indeg[u] -= c
+        frontier = u[indeg[u] == 0]
+    if done != N:
+        return None                      # a cycle, or a wait nothing provides: not complete
+    order = np.concatenate(fronts)
+    bounds = np.cumsum([0] + [f.size for f in fronts])
+    leftover = [(int(k), int(n)) for k, n in enumerate((cs - cr).tolist()) if n > 0]
+    return _Graph(order, bounds, level, src_of, leftover, dsrc)
+
+
+def prove(prog: Program) -> ExecResult | None:
+    """Replay the placed call form of ``prog`` by levels; None unless it is clean (see module)."""
+    gr = _graph(prog)
+    if gr is None:
+        return None
+    N = prog.ninstr
+    dk = np.array(prog.dkind, dtype=np.int64)
+    moving = dk != K_NONE
+    cnt = np.array(prog.cnt, dtype=np.int64)
+    if (cnt[moving] != 1).any():
+        return None
+    src = np.array(prog.src_loc, dtype=np.int64)
+    dst = np.array(prog.dst_loc, dtype=np.int64)
+    if ((src < 0) & _IS_READ[dk] & moving).any() or ((dst < 0) & _IS_WRITE[dk] & moving).any():
+        return None
+    if prog.ntracked and not _races_ruled_out(prog, gr):
+        return None
+    V = Values(prog)
+    mem = _initial_memory(prog, V)
+    if not _replay_levels(prog, gr, dk, src, dst, mem, V):
+        return None
+    res = ExecResult(completed=True, cap=prog.cap, memory=mem, values=V, flag_bits=(V.UNINIT, V.DUP))
+    res.leftover = list(gr.leftover)
+    return res
+
+
+def _initial_memory(prog: Program, V: Values) -> list:
+    mem: list = [None] * prog.nloc
+    pos = prog.gpu_pos
+    SH = V.SH
+    for r, lay in prog.layout.items():
+        k, base = lay["i"]
+        b = prog.buffers[k]
+        n_in = min(lay["_sizes"]["i"], b.size - base)
+        if n_in > 0:
+            a = b.loc_base + base
+            bitr = 1 << pos[r]
+            mem[a:a + n_in] = [(j << SH) | bitr for j in range(n_in)]
+    return mem
+
+
+def _replay_levels(prog, gr, dk, src, dst, mem, V) -> bool:
+    """Data actions level by level, kind by kind; False at the first thing that is not clean."""
+    order, level = gr.order, gr.level
+    dko = dk[order]
+    key = level[order] * 16 + dko
+    perm = np.argsort(key, kind="stable")
+    nodes = order[perm]
+    keys = key[perm]
+    cut = np.flatnonzero(np.diff(keys)) + 1
+    starts = [0] + cut.tolist()
+    stops = cut.tolist() + [len(nodes)]
+    kinds = (keys[starts] & 15).tolist() if len(nodes) else []
+    G = nodes.tolist()
+    SRC = src[nodes].tolist()
+    DST = dst[nodes].tolist()
+    FROM = gr.src_of[nodes].tolist()
+    msg: dict = {}
+    put = msg.update
+    take = msg.pop
+    memget = mem.__getitem__
+    memset = mem.__setitem__
+    RM, LIM = V.RM, V.LIM
+    rm_and = RM.__and__
+    xor, and_, or_ = int.__xor__, int.__and__, int.__or__
+    sink = deque(maxlen=0).extend
+    for a, b, kd in zip(starts, stops, kinds):
+        if kd == K_NONE:
+            continue
+        if kd == K_SEND:
+            v = list(map(memget, SRC[a:b]))
+            if None in v:
+                return False
+            put(zip(G[a:b], v))
+        elif kd == K_RECV or kd == K_RCS:
+            v = list(map(take, FROM[a:b]))
+            sink(map(memset, DST[a:b], v))
+            if kd == K_RCS:
+                put(zip(G[a:b], v))
+        elif kd == K_CPY:
+            v = list(map(memget, SRC[a:b]))
+            if None in v:
+                return False
+            sink(map(memset, DST[a:b], v))
+        else:
+            if kd == K_RE:
+                x = list(map(memget, DST[a:b]))
+                if None in x:
+                    return False
+            else:
+                x = list(map(take, FROM[a:b]))
+            y = list(map(memget, SRC[a:b]))
+            if None in y or max(map(xor, x, y)) >= LIM or any(map(rm_and, map(and_, x, y))):
+                return False
+            v = list(map(or_, x, y))
+            if kd != K_RRS:
+                sink(map(memset, DST[a:b], v))
+            if kd != K_RRC and kd != K_RE:
+                put(zip(G[a:b], v))
+    return True
+
+
+def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
+    """True when every pair of accesses the exact race check compares is ordered (see module)."""
+    level = gr.level
+    TR, TBOF = prog.tracked, prog.tb_of
+    acc = []
+    for g, lst in TR.items():
+        lv = int(level[g])
+        for l, w in lst:
+            acc.append((l, lv, g, w))
+    acc.sort()
+    pairs = set()
+    cur = None
+    lastw = None
+    reads: dict = {}
+    for l, _lv, g, w in acc:
+        if l != cur:
+            cur, lastw = l, None
+            reads = {}
+        t = TBOF[g]
+        if lastw is not None and TBOF[lastw] != t:
+            pairs.add((lastw, g))
+        if w:
+            for t2, g2 in reads.items():
+                if t2 != t:
+                    pairs.add((g2, g))
+            reads = {}
+            lastw = g
+        else:
+            reads[t] = g
+    if not pairs:
+        return True
+    budget = [int(SEARCH_BUDGET_PER_NODE * prog.ninstr) + 10_000]
+    lv = level.tolist()
+    src_of = gr.src_of.tolist()
+    starts = [tb.start for tb in prog.tbs]
+    dsrc = gr.dsrc
+    for a, b in sorted(pairs):
+        if not _reaches(a, b, lv, TBOF, starts, src_of, dsrc, budget):
+            return False
+    return True
+
+
+def _reaches(a, b, lv, TBOF, starts, src_of, dsrc, budget) -> bool:
+    """Does ``a`` happen before ``b`` (program order, messages, dependencies)? False also when
+    the search budget runs out."""
+    ta, la = TBOF[a], lv[a]
+    if lv[b] <= la:
+        return False
+    stack = [b]
+    seen = {b}
+    while stack:
+        p = stack.pop()
+        # walk p's TB backwards: every earlier node there is a predecessor
+        t = TBOF[p]
+        if t == ta:
+            if p >= a:
+                return True
+            continue
+        lo = starts[t]
+        q = p
+        while q >= lo and lv[q] > la:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            x = src_of[q]
+            if x >= 0 and x not in seen and (lv[x] > la or x == a):
+                seen.add(x)
+                stack.append(x)
+            ds = dsrc.get(q)
+            if ds:
+                for x in ds:
+                    if x not in seen and (lv[x] > la or x == a):
+                        seen.add(x)
+                        stack.append(x)
+            q -= 1
+            if q in seen:
+                break
+            seen.add(q)
+    return False
