@@ -3,7 +3,9 @@ really overlap (simulated time = S transfer times, not 2S−1), and bad shapes a
 from __future__ import annotations
 
 import pytest
+from dataflow_rounds import depth
 
+from ccxml import xmlload
 from ccxml.algorithm import AlgorithmError, Options
 from ccxml.algorithms import pipeline
 from ccxml.interpreter import verify
@@ -34,8 +36,32 @@ def test_every_pipeline_schedule_verifies(coll, target):
             _check(coll, s, m, target, inplace=True)
 
 
-def test_pipeline_8x8_verifies():
-    _check(Coll.ALLREDUCE, 8, 8, "exec")
+@pytest.mark.parametrize("target", sorted(PROFILES))
+@pytest.mark.parametrize("coll", list(pipeline.COLLECTIVES), ids=lambda c: c.value)
+def test_pipeline_8x8_verifies(coll, target):
+    _check(coll, 8, 8, target)
+
+
+@pytest.mark.parametrize("coll", list(pipeline.COLLECTIVES), ids=lambda c: c.value)
+def test_rounds_equal_the_reference(coll):
+    """§13: Pipeline AG/RS take S slots, AR 2S (the RS slots then the AG slots). Measured on the
+    XML as the longest chain of communication steps (tests/dataflow_rounds.py): S − 1 inter-server
+    hops plus the intra-server hop (none with one rank per server: the last slot of 5×1 is only
+    a local copy, §10.1), twice for AR. AllToAll's S slots carry independent data (slot t sends
+    the input's part for server s+1+t, §10.4), so its chains are one inter and one intra hop
+    long, and each rank meets its S − 1 inter-server peers one per slot."""
+    for s, m in SHAPES + [(8, 8)]:
+        text = pipeline.COLLECTIVES[coll](s * m, topology=Topology.uniform(s, m)).to_xml("exec")
+        measured = depth(text)
+        if coll is Coll.ALLTOALL:
+            want = (s > 1) + (m > 1)
+            sched = xmlload.loads(text)
+            for g in sched.gpus:
+                inter_peers = {tb.send for tb in g.tbs if tb.send >= 0 and tb.send // m != g.id // m}
+                assert len(inter_peers) == s - 1, f"{s}x{m} rank {g.id}: {sorted(inter_peers)}"
+        else:
+            want = (s - 1 + (m > 1)) * (2 if coll is Coll.ALLREDUCE else 1)
+        assert set(measured) == {want}, f"{coll.value} {s}x{m}: rounds {sorted(set(measured))}, reference {want}"
 
 
 def test_pipeline_channels_verify():
