@@ -85,35 +85,37 @@ class Chunk:
 
     def copy(self, dst: "Chunk", chan: int = 0) -> "Chunk":
         """Copy into ``dst`` (a ``cpy`` on one rank, a send/receive pair across ranks)."""
-        self._check_size(dst)
+        if dst.program is not self.program or dst.size != self.size:
+            self._check_size(dst)
         if dst.gpu_id != self.gpu_id:
-            return self.copy_diff(dst, chan)
+            return self._transfer(dst, chan)
         if dst.ref == self.ref:
             return dst
         if self.size > MAX_CNT:
             for a, b in self._pieces(dst, MAX_CNT):
                 a.copy(b, chan)
             return dst
-        self.program._issue(COPY, self.gpu_id, src=self.ref, dst=dst.ref, cnt=self.size,
-                            chan=chan)
+        self.program._issue(COPY, self.gpu_id, self.ref, dst.ref, self.size, -1, -1, chan)
         return dst
 
     def copy_diff(self, dst: "Chunk", chan: int = 0) -> "Chunk":
         """Send to another rank: ``s`` on this rank matched with ``r`` into ``dst`` on its rank.
 
         A range longer than the program's ``message_cap`` goes as several messages."""
-        self._check_size(dst)
+        if dst.program is not self.program or dst.size != self.size:
+            self._check_size(dst)
         if dst.gpu_id == self.gpu_id:
             raise ChunkError(f"copy_diff needs two ranks, both chunks are on rank {self.gpu_id}")
+        return self._transfer(dst, chan)
+
+    def _transfer(self, dst: "Chunk", chan: int) -> "Chunk":
         prog = self.program
         if self.size > prog.message_cap:
             for a, b in self._pieces(dst, prog.message_cap):
-                a.copy_diff(b, chan)
+                a._transfer(b, chan)
             return dst
-        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
-                           chan)
-        recv = prog._issue(RECV, dst.gpu_id, None, dst.ref, self.size, -1, self.gpu_id,
-                           chan)
+        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1, chan)
+        recv = prog._issue(RECV, dst.gpu_id, None, dst.ref, self.size, -1, self.gpu_id, chan)
         send.send_to, recv.recv_from = recv, send
         return dst
 
@@ -126,9 +128,12 @@ class Chunk:
         Other rank: a send here and a receive-reduce-copy (``rrc``) on ``dst``'s rank whose local
         operand is ``dst`` and whose destination is ``out``.
         """
-        self._check_size(dst)
-        out = dst if out is None else out
-        dst._check_size(out)
+        if dst.program is not self.program or dst.size != self.size:
+            self._check_size(dst)
+        if out is None:
+            out = dst
+        elif out.program is not self.program or out.size != self.size:
+            dst._check_size(out)
         if out.gpu_id != dst.gpu_id:
             raise ChunkError(f"reduce: out {out} must be on the rank of dst {dst}")
         prog = self.program
@@ -140,11 +145,9 @@ class Chunk:
         if dst.gpu_id == self.gpu_id:
             if out.ref != dst.ref:
                 dst.copy(out, chan)
-            prog._issue(REDUCE, self.gpu_id, src=self.ref, dst=out.ref, cnt=self.size,
-                        chan=chan)
+            prog._issue(REDUCE, self.gpu_id, self.ref, out.ref, self.size, -1, -1, chan)
             return out
-        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1,
-                           chan)
+        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1, chan)
         recv = prog._issue(RECV_REDUCE_COPY, dst.gpu_id, dst.ref, out.ref, self.size, -1,
                            self.gpu_id, chan)
         send.send_to, recv.recv_from = recv, send
@@ -166,6 +169,9 @@ def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
     calls = LINK_CALLS[proto] - 1
     return max(1, min(MAX_CNT, calls * max_allowed_count(proto, max_bytes, nchunksperloop)))
 
+
+#: Program._compiled while (or after) the passes fail
+_FAILED = "failed"
 
 #: dense code of a buffer in the per-rank access tables (key = chunk index · 4 + code)
 _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
@@ -204,6 +210,15 @@ class Program:
         self._in_sizes = [self.collective.input_chunks(r) for r in range(ngpus)]
         self._out_sizes = [self.collective.output_chunks(r) for r in range(ngpus)]
         self._pending = [gpu.pending for gpu in self.algo.gpus]
+        # in place, one buffer stands for both: input j == output j + inplace_input_offset
+        self._aliased = self._alias = None
+        if inplace:
+            shifts = [self.collective.inplace_input_offset(r) for r in range(ngpus)]
+            if coll in (Coll.ALLGATHER, Coll.GATHER):
+                self._aliased, self._alias, self._alias_shift = INPUT, OUTPUT, shifts
+            else:
+                self._aliased, self._alias = OUTPUT, INPUT
+                self._alias_shift = [-x for x in shifts]
         self._round_mark = [0] * ngpus
         self._round_last: list[list[Step]] = [[] for _ in range(ngpus)]
         self._seq = 0
@@ -237,13 +252,8 @@ class Program:
         if index < 0 or index + size > limit:
             raise ChunkError(f"{buffer.name.lower()}[{index}:+{size}] out of range on rank {rank} "
                              f"({limit} chunks)")
-        if self.inplace:
-            coll = self.collective
-            shift = coll.inplace_input_offset(rank)   # input j == output j + shift
-            if coll.coll in (Coll.ALLGATHER, Coll.GATHER) and buffer is INPUT:
-                buffer, index = OUTPUT, index + shift
-            elif coll.coll not in (Coll.ALLGATHER, Coll.GATHER) and buffer is OUTPUT:
-                buffer, index = INPUT, index - shift
+        if buffer is self._aliased:
+            buffer, index = self._alias, index + self._alias_shift[rank]
         return Chunk(self, rank, buffer, index, size)
 
     def input(self, rank: int, index: int, size: int = 1) -> Chunk:
@@ -307,9 +317,9 @@ class Program:
                 if w not in deps:
                     deps.append(w)
                 if w.overwritten_by is None:
-                    w.overwritten_by = [((buf, i), step)]
+                    w.overwritten_by = [(i, step)]
                 else:
-                    w.overwritten_by.append(((buf, i), step))
+                    w.overwritten_by.append((i, step))
             rs = readers.pop(key, None)
             if rs is not None:
                 for reader in rs:
@@ -350,8 +360,12 @@ class Program:
     def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True) -> Algo:
         """Run the passes once (thread blocks, order, fusion, profile limits, dependencies)."""
         if not self._compiled:
+            self._compiled = _FAILED                 # until the passes have all run
+            self._writer = self._readers = None      # the access tables are done with
             self.algo.build_all_dependencies(merge_rcs=merge_rcs, sort=sort, target=target)
             self._compiled = target
+        elif self._compiled is _FAILED:
+            raise ChunkError("an earlier compile() of this program failed; build it again")
         elif self._compiled != target:
             raise ChunkError(f"this program was compiled for target {self._compiled!r}; "
                              f"build it again to compile for {target!r}")

@@ -98,9 +98,9 @@ def _store_is_dead(r: Step, s: Step) -> bool:
     buf, lo = r.dst
     if not r.overwritten_by:                  # never overwritten: dead only if it is scratch
         return buf is SCRATCH
-    nxt = {key: w for key, w in r.overwritten_by}
+    nxt = dict(r.overwritten_by)
     for c in range(lo, lo + r.cnt):
-        w = nxt.get((buf, c))
+        w = nxt.get(c)
         if w is None:
             if buf is not SCRATCH:
                 return False                  # the value is the final content of i/o
