@@ -25,24 +25,21 @@ class LinkError(ValueError):
 def check_links(algo: Algo) -> None:
     sends: dict[tuple[int, int, int], tuple[object, list[int]]] = {}
     recvs: dict[tuple[int, int, int], tuple[object, list[int]]] = {}
+    n = algo.ngpus
     for gpu in algo.gpus:
+        g = gpu.id
         for tb in gpu.tbs:
-            for peer, table, kind in ((tb.send, sends, "send"), (tb.recv, recvs, "recv")):
-                if peer < 0:
-                    continue
-                if not 0 <= peer < algo.ngpus or peer == gpu.id:
-                    raise LinkError(f"gpu {gpu.id} tb {tb.id} chan {tb.chan}: {kind} peer {peer} "
-                                    f"is not another rank of 0..{algo.ngpus - 1}")
-                key = (gpu.id, peer, tb.chan) if kind == "send" else (peer, gpu.id, tb.chan)
-                if key in table:
-                    raise LinkError(f"gpu {gpu.id} chan {tb.chan}: TBs {table[key][0].id} and "
-                                    f"{tb.id} both {kind} {'to' if kind == 'send' else 'from'} "
-                                    f"{peer}")
-                if kind == "send":
-                    table[key] = (tb, [st.cnt for st in tb.steps if st.type.sends])
-                else:
-                    table[key] = (tb, [st.cnt for st in tb.steps if st.type.receives])
-    for key in sorted(sends.keys() | recvs.keys()):
+            if tb.send >= 0:
+                key = (g, tb.send, tb.chan)
+                if key in sends or not 0 <= tb.send < n or tb.send == g:
+                    _connection_error(algo, gpu, tb, "send", tb.send, sends.get(key))
+                sends[key] = (tb, [st.cnt for st in tb.steps if st.type.sends])
+            if tb.recv >= 0:
+                key = (tb.recv, g, tb.chan)
+                if key in recvs or not 0 <= tb.recv < n or tb.recv == g:
+                    _connection_error(algo, gpu, tb, "recv", tb.recv, recvs.get(key))
+                recvs[key] = (tb, [st.cnt for st in tb.steps if st.type.receives])
+    for key in [*sends, *(k for k in recvs if k not in sends)]:      # deterministic order
         a, b, chan = key
         if key not in recvs:
             tb = sends[key][0]
@@ -61,6 +58,14 @@ def check_links(algo: Algo) -> None:
                             f"messages, gpu {b} tb {r_tb.id} receives {len(r_cnts)}; they differ "
                             f"at message {i} (cnt {s_cnts[i:i + 1] or 'none'} vs "
                             f"{r_cnts[i:i + 1] or 'none'})")
+
+
+def _connection_error(algo: Algo, gpu, tb, kind: str, peer: int, other) -> None:
+    if not 0 <= peer < algo.ngpus or peer == gpu.id:
+        raise LinkError(f"gpu {gpu.id} tb {tb.id} chan {tb.chan}: {kind} peer {peer} "
+                        f"is not another rank of 0..{algo.ngpus - 1}")
+    raise LinkError(f"gpu {gpu.id} chan {tb.chan}: TBs {other[0].id} and {tb.id} both {kind} "
+                    f"{'to' if kind == 'send' else 'from'} {peer}")
 
 
 def check_limits(algo: Algo, profile: Profile) -> None:
