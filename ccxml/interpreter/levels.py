@@ -31,7 +31,7 @@ Otherwise it returns None and the caller runs the exact engine, which also words
 """
 from __future__ import annotations
 
-from collections import deque
+from bisect import bisect_right
 
 import numpy as np
 
@@ -200,10 +200,11 @@ def prove(prog: Program) -> ExecResult | None:
     if prog.ntracked and not _races_ruled_out(prog, gr):
         return None
     V = Values(prog)
-    mem = _initial_memory(prog, V)
+    mem = np.empty(prog.nloc, dtype=object)
+    mem[:] = _initial_memory(prog, V)
     if not _replay_levels(prog, gr, dk, src, dst, mem, V):
         return None
-    res = ExecResult(completed=True, cap=prog.cap, memory=mem, values=V, flag_bits=(V.UNINIT, V.DUP))
+    res = ExecResult(completed=True, cap=prog.cap, memory=mem.tolist(), values=V, flag_bits=(V.UNINIT, V.DUP))
     res.leftover = list(gr.leftover)
     return res
 
@@ -224,63 +225,56 @@ def _initial_memory(prog: Program, V: Values) -> list:
 
 
 def _replay_levels(prog, gr, dk, src, dst, mem, V) -> bool:
-    """Data actions level by level, kind by kind; False at the first thing that is not clean."""
+    """Data actions level by level, kind by kind; False at the first thing that is not clean.
+
+    ``mem`` (a numpy object array) receives the final memory; message values are kept per
+    sending instruction. All per-node work is numpy indexing and object-array ufuncs.
+    """
     order, level = gr.order, gr.level
-    dko = dk[order]
-    key = level[order] * 16 + dko
+    key = level[order] * 16 + dk[order]
     perm = np.argsort(key, kind="stable")
-    nodes = order[perm]
+    G = order[perm]
     keys = key[perm]
-    cut = np.flatnonzero(np.diff(keys)) + 1
+    cut = np.flatnonzero(keys[1:] != keys[:-1]) + 1
     starts = [0] + cut.tolist()
-    stops = cut.tolist() + [len(nodes)]
-    kinds = (keys[starts] & 15).tolist() if len(nodes) else []
-    G = nodes.tolist()
-    SRC = src[nodes].tolist()
-    DST = dst[nodes].tolist()
-    FROM = gr.src_of[nodes].tolist()
-    msg: dict = {}
-    put = msg.update
-    take = msg.pop
-    memget = mem.__getitem__
-    memset = mem.__setitem__
+    stops = cut.tolist() + [len(G)]
+    kinds = (keys[starts] & 15).tolist() if len(G) else []
+    SRC = src[G]
+    DST = dst[G]
+    FROM = gr.src_of[G]
+    msg = np.empty(prog.ninstr, dtype=object)
     RM, LIM = V.RM, V.LIM
-    rm_and = RM.__and__
-    xor, and_, or_ = int.__xor__, int.__and__, int.__or__
-    sink = deque(maxlen=0).extend
+    bxor, band, bor = np.bitwise_xor, np.bitwise_and, np.bitwise_or
     for a, b, kd in zip(starts, stops, kinds):
         if kd == K_NONE:
             continue
         if kd == K_SEND:
-            v = list(map(memget, SRC[a:b]))
-            if None in v:
+            v = mem[SRC[a:b]]
+            if None in v.tolist():
                 return False
-            put(zip(G[a:b], v))
+            msg[G[a:b]] = v
         elif kd == K_RECV or kd == K_RCS:
-            v = list(map(take, FROM[a:b]))
-            sink(map(memset, DST[a:b], v))
+            v = msg[FROM[a:b]]
+            mem[DST[a:b]] = v
             if kd == K_RCS:
-                put(zip(G[a:b], v))
+                msg[G[a:b]] = v
         elif kd == K_CPY:
-            v = list(map(memget, SRC[a:b]))
-            if None in v:
+            v = mem[SRC[a:b]]
+            if None in v.tolist():
                 return False
-            sink(map(memset, DST[a:b], v))
+            mem[DST[a:b]] = v
         else:
-            if kd == K_RE:
-                x = list(map(memget, DST[a:b]))
-                if None in x:
-                    return False
-            else:
-                x = list(map(take, FROM[a:b]))
-            y = list(map(memget, SRC[a:b]))
-            if None in y or max(map(xor, x, y)) >= LIM or any(map(rm_and, map(and_, x, y))):
+            x = mem[DST[a:b]] if kd == K_RE else msg[FROM[a:b]]
+            y = mem[SRC[a:b]]
+            if kd == K_RE and None in x.tolist():
                 return False
-            v = list(map(or_, x, y))
+            if None in y.tolist() or bxor(x, y).max() >= LIM or band(band(x, y), RM).any():
+                return False
+            v = bor(x, y)
             if kd != K_RRS:
-                sink(map(memset, DST[a:b], v))
+                mem[DST[a:b]] = v
             if kd != K_RRC and kd != K_RE:
-                put(zip(G[a:b], v))
+                msg[G[a:b]] = v
     return True
 
 
@@ -315,15 +309,64 @@ def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
             reads[t] = g
     if not pairs:
         return True
-    budget = [int(SEARCH_BUDGET_PER_NODE * prog.ninstr) + 10_000]
+    clock = _local_clocks(prog, gr)
     lv = level.tolist()
+    rest = []
+    for a, b in sorted(pairs):
+        if lv[b] <= lv[a]:
+            return False                 # same level: neither can reach the other
+        if clock(b).get(TBOF[a], -1) < a:
+            rest.append((a, b))
+    if not rest:
+        return True
+    budget = [int(SEARCH_BUDGET_PER_NODE * prog.ninstr) + 10_000]
     src_of = gr.src_of.tolist()
     starts = [tb.start for tb in prog.tbs]
     dsrc = gr.dsrc
-    for a, b in sorted(pairs):
+    for a, b in rest:
         if not _reaches(a, b, lv, TBOF, starts, src_of, dsrc, budget):
             return False
     return True
+
+
+def _local_clocks(prog: Program, gr: _Graph):
+    """Vector clocks of the order program order and dependencies (no messages) impose.
+
+    Returns ``clock(g)``: {tb: latest instruction of that TB ordered before or at g}, own TB
+    excluded. Dependencies stay on one GPU, so these clocks are small; they are a subset of
+    happens-before, enough for the orderings schedules make with ``depid``/``deps``.
+    """
+    TBOF = prog.tb_of
+    level = gr.level
+    dsrc = gr.dsrc
+    waiters = sorted(dsrc, key=lambda w: (int(level[w]), w))
+    at: dict = {}          # tb -> ([g of change points], [clock dicts])
+    empty: dict = {}
+
+    def clock(g: int) -> dict:
+        ch = at.get(TBOF[g])
+        if ch is None:
+            return empty
+        i = bisect_right(ch[0], g)
+        return ch[1][i - 1] if i else empty
+
+    for w in waiters:
+        t = TBOF[w]
+        vc = dict(clock(w))
+        for x in dsrc[w]:
+            tx = TBOF[x]
+            if tx == t:
+                continue
+            for k, v in clock(x).items():
+                if v > vc.get(k, -1):
+                    vc[k] = v
+            if x > vc.get(tx, -1):
+                vc[tx] = x
+        vc.pop(t, None)
+        ch = at.setdefault(t, ([], []))
+        ch[0].append(w)
+        ch[1].append(vc)
+    return clock
 
 
 def _reaches(a, b, lv, TBOF, starts, src_of, dsrc, budget) -> bool:
