@@ -29,11 +29,14 @@ from ccxml.algorithms import _phases as ph
 from ccxml.chunk import Program
 from ccxml.wire import Buffer, Coll
 
+#: how a server reduces to (and broadcasts from) its leader
+INTRA = ("star", "ring")
+
 
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "star",
               inter: str = "ring") -> Program:
     s_, m_ = ph.uniform_shape("hierarchical", p, topology)
-    reduce_table = ph.REDUCE_TABLES[ph.choose("hierarchical", "intra", intra, tuple(ph.REDUCE_TABLES))]
+    reduce_table = ph.REDUCE_TABLES[ph.choose("hierarchical", "intra", intra, INTRA)]
     bcast_table = ph.BCAST_TABLES[intra]
     ph.choose("hierarchical", "inter", inter, ph.INTER)
     k_ = options.channels

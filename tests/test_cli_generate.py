@@ -70,6 +70,21 @@ def test_list_shows_the_matrix(capsys):
     (["generate", "ring", "--ranks", "four"], "not a valid integer"),
     (["generate", "ring", "--ranks", "4", "--target", "cuda"], "'cuda' is not one of"),
     (["frobnicate"], "No such command"),
+    (["generate", "mesh", "--ranks", "4", "--variant", "three-shot"],
+     "mesh allreduce variant must be one of two-shot, one-shot, got 'three-shot'"),
+    (["generate", "mesh", "--ranks", "4", "--coll", "allgather", "--variant", "one-shot"],
+     "mesh allgather takes no --variant"),
+    (["generate", "ring", "--ranks", "4", "--inter", "nb"], "ring allreduce takes no --inter"),
+    (["generate", "2d-torus", "--servers", "2", "--ranks-per-server", "2", "--intra", "nhr"],
+     "2d-torus: --intra must be one of ring, mesh; got 'nhr'"),
+    (["generate", "2d-mesh", "--servers", "2", "--ranks-per-server", "2", "--inter", "mesh"],
+     "2d-mesh: --inter must be one of ring, nhr, nb, rhd; got 'mesh'"),
+    (["generate", "hierarchical", "--servers", "2", "--ranks-per-server", "2", "--intra", "mesh"],
+     "hierarchical: --intra must be one of star, ring; got 'mesh'"),
+    (["generate", "2d-ring", "--servers", "2", "--ranks-per-server", "2", "--intra", "ring"],
+     "2d-ring: --intra must be one of allreduce, reduce; got 'ring'"),
+    (["generate", "pipeline", "--servers", "2", "--ranks-per-server", "2", "--inter", "nb"],
+     "pipeline allreduce takes no --inter"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(args, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -97,3 +112,54 @@ def test_python_dash_m_and_the_script_run(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(repo, "algorithms", "ring.py"), "--ranks", "3",
                         "--coll", "allgather", "-o", "-"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and 'coll="allgather"' in r.stdout, r.stderr
+
+
+def test_mesh_one_shot_variant(tmp_path, capsys):
+    """``--variant one-shot`` writes the one-shot Mesh AllReduce (every rank sends its whole
+    buffer to every peer and reduces locally: one round, a buffer of one chunk), and it verifies."""
+    from dataflow_rounds import depth
+
+    from ccxml.algorithms import build
+    one, two = tmp_path / "one.xml", tmp_path / "two.xml"
+    code, out, err = run(["generate", "mesh", "--ranks", "5", "--variant", "one-shot", "--verify",
+                          "-o", str(one)], capsys)
+    assert code == 0 and f"PASS {one}" in out, err
+    code, out, err = run(["generate", "mesh", "--ranks", "5", "-o", str(two)], capsys)
+    assert code == 0
+    text = one.read_text()
+    assert text == build("mesh", "allreduce", 5, variant="one-shot").to_xml("exec")
+    assert text != two.read_text()
+    sched = loads(text)
+    assert sched.nchunksperloop == 1 and loads(two.read_text()).nchunksperloop == 5
+    assert depth(text) == [1] * 5 and depth(two.read_text()) == [2] * 5
+    for g in sched.gpus:                          # the whole buffer to each of the 4 peers
+        sent = [(tb.send, st.cnt) for tb in g.tbs for st in tb.steps if st.type == "s"]
+        assert sorted(peer for peer, _ in sent) == [r for r in range(5) if r != g.id]
+        assert {cnt for _, cnt in sent} == {1}
+
+
+def test_help_names_every_choice():
+    """The --intra/--inter/--variant help (static, so that ``ccxml generate`` imports no
+    algorithm) lists exactly the choices the builders take."""
+    from ccxml import commands_generate as cg
+    from ccxml.algorithms import _phases as ph, ahc, hierarchical, mesh, ring2d
+    for choices, text in [(ph.INTRA, cg.INTRA_HELP), (ahc.INTRA, cg.INTRA_HELP),
+                          (hierarchical.INTRA, cg.INTRA_HELP), (ring2d.INTRA, cg.INTRA_HELP),
+                          (ph.INTER, cg.INTER_HELP), (mesh.VARIANTS, cg.VARIANT_HELP)]:
+        for c in choices:
+            assert c in text, (c, text)
+    assert " | ".join(ph.INTER) in cg.INTER_HELP
+    for mod in (ahc, hierarchical, ring2d):           # the help's "(default)" marks
+        default = mod.allreduce.__kwdefaults__["intra"]
+        assert f"{default} (default)" in cg.INTRA_HELP
+
+
+def test_generate_without_a_topology_does_not_load_the_topology_model(tmp_path):
+    """Start-up: a flat ``ccxml generate`` imports neither ccxml.topology nor pydantic."""
+    code = ("import sys\nfrom ccxml.cli import main\n"
+            "try:\n    main(['generate', 'ring', '--ranks', '8', '-q', '-o', sys.argv[1]])\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "print(sorted(m for m in sys.modules if m == 'ccxml.topology' or m.startswith('pydantic')))")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.xml")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"
