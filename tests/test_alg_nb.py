@@ -73,8 +73,10 @@ def test_allreduce_transfers_equal_the_worked_tables(p, rows):
     assert table(MODULE, Coll.ALLREDUCE, p) == parse_table(rows)
 
 
-@pytest.mark.xfail(strict=False, reason="since the global ordering pass (deadlock-free by construction) an independent send can run one step earlier than in the HCCL table; the schedule verifies (reported on issue 4)")
 def test_scatter_uses_the_useful_data_rule():
+    """The first three rounds of Broadcast p = 7 are §8's useful-data Scatter table (rank 1 → 3
+    carries block 3 only); a rank that received in one step receives the all-gather's data
+    only after it (one step at a time, as HCCL's stream), so rank 4's first cell is ←0 {4}."""
     assert table(MODULE, Coll.BROADCAST, 7, root=0)[:3] == parse_table(NB_SC7)
 
 
