@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ccxml.algorithm import AlgorithmError
+from ccxml.algorithm import AlgorithmError, program
 from ccxml.chunk import Chunk, Program
-from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer
+from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer, Coll
 
 Data = tuple[Chunk, ...]
 Transfer = tuple[int, int, Sequence[int]]     # (from position, to position, blocks)
@@ -614,3 +614,28 @@ def uniform_shape(name: str, p: int, topology) -> tuple[int, int]:
 
 def topology_attrs(topology) -> dict[str, str] | None:
     return topology.to_attrs() if topology is not None else None
+
+
+def servers_of(s_: int, m_: int) -> list[list[int]]:
+    """The ranks of each server, rank (s, i) = s·M + i."""
+    return [[s * m_ + i for i in range(m_)] for s in range(s_)]
+
+
+def two_level(name: str, p: int, topology, options, *, intra: str, intra_choices: Sequence[str],
+              inter: str, units: Callable[[int, int], int] | None = None):
+    """What a two-level AllReduce builder starts with: (Program, S, M, instances).
+
+    Checks the uniform S×M shape and the inner choices (``inter`` among :data:`INTER`), makes
+    the Program with ``units(S, M)`` units per instance (default S·M) that records the topology, and
+    gives, for each instance c of K = ``options.channels``, (input Space, output Space, Lanes).
+    """
+    s_, m_ = uniform_shape(name, p, topology)
+    choose(name, "intra", intra, intra_choices)
+    choose(name, "inter", inter, INTER)
+    k_ = options.channels
+    units = s_ * m_ if units is None else units(s_, m_)
+    prog = program(name, Coll.ALLREDUCE, p, k_ * units, options, extra_attrs=topology_attrs(topology))
+    instances = [(Space(prog, Buffer.INPUT, units, instances=k_, instance=c),
+                  Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c), Lanes(k_, c))
+                 for c in range(k_)]
+    return prog, s_, m_, instances

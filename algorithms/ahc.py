@@ -109,16 +109,25 @@ def _inner_names(intra: str, inter: str | None, ngroups: int) -> tuple[str, str]
     return intra, inter
 
 
+def _setup(coll: Coll, p: int, topology, options: Options, intra: str, inter: str | None,
+           units) -> tuple[Program, list[list[int]], str, str, int, list[Card]]:
+    """(Program, groups, intra, inter, L, cards in execution order) for ``coll``, with
+    ``units(L, G)`` units per instance and the topology recorded."""
+    groups = groups_of(p, topology)
+    intra, inter = _inner_names(intra, inter, len(groups))
+    big_l, cards = logic_cards(groups)
+    prog = program("ahc", coll, p, options.channels * units(big_l, len(groups)), options,
+                   extra_attrs=ph.topology_attrs(topology))
+    return prog, groups, intra, inter, big_l, cards
+
+
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
               inter: str | None = None) -> Program:
-    groups = groups_of(p, topology)
+    prog, groups, intra, inter, big_l, cards = _setup(Coll.ALLREDUCE, p, topology, options, intra,
+                                                      inter, lambda big_l, big_g: big_l * big_g)
     big_g = len(groups)
-    intra, inter = _inner_names(intra, inter, big_g)
-    big_l, cards = logic_cards(groups)
     units = big_l * big_g
     k_ = options.channels
-    prog = program("ahc", Coll.ALLREDUCE, p, k_ * units, options,
-                   extra_attrs=ph.topology_attrs(topology))
     for c in range(k_):
         inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
         out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
@@ -141,7 +150,7 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
 
 
 def _region_blocks(groups, big_l):
-    """Phase-1 blocks of RS/AG: group g's block t of region k, as absolute unit ranges."""
+    """Phase-1 blocks of RS/AG: group g's block t of region k, and card blocks, as unit ranges."""
     offs = [0]
     for g in groups:
         offs.append(offs[-1] + len(g))
@@ -154,18 +163,21 @@ def _region_blocks(groups, big_l):
         m = len(groups[i])
         return offs[i] * big_l + card.lo * m, offs[i] * big_l + card.hi * m
 
-    return block, card_block
+    def own_block(card: Card, pos: int, i: int) -> tuple[int, int]:
+        """Card block i as offsets in member pos's own block (its RS output, AG input)."""
+        lo, hi = card_block(card, i)
+        base = card.members[pos] * big_l
+        return lo - base, hi - base
+
+    return block, card_block, own_block
 
 
 def reducescatter(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
                   inter: str | None = None) -> Program:
-    groups = groups_of(p, topology)
-    intra, inter = _inner_names(intra, inter, len(groups))
-    big_l, cards = logic_cards(groups)
+    prog, groups, intra, inter, big_l, cards = _setup(Coll.REDUCESCATTER, p, topology, options, intra,
+                                                      inter, lambda big_l, big_g: p * big_l)
     k_ = options.channels
-    prog = program("ahc", Coll.REDUCESCATTER, p, k_ * p * big_l, options,
-                   extra_attrs=ph.topology_attrs(topology))
-    block, card_block = _region_blocks(groups, big_l)
+    block, card_block, own_block = _region_blocks(groups, big_l)
     for c in range(k_):
         inp = ph.Space(prog, Buffer.INPUT, p * big_l, block=big_l, instances=k_, instance=c)
         scr = ph.Space(prog, Buffer.SCRATCH, p * big_l, instances=k_, instance=c)
@@ -176,10 +188,7 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), intra:
                 at = lambda space, g=g, k=k: (lambda pos, t: space(g[pos], *block(g, k, t)))  # noqa: E731
                 ph.reduce_scatter_phase(g, intra, lanes, src=at(inp), acc=at(scr))
         for card in cards:
-            def own(pos, i, card=card):
-                lo, hi = card_block(card, i)
-                base = card.members[pos] * big_l
-                return out(card.members[pos], lo - base, hi - base)
+            own = lambda pos, i, card=card: out(card.members[pos], *own_block(card, pos, i))  # noqa: E731
             held = lambda pos, i, card=card: scr(card.members[pos], *card_block(card, i))  # noqa: E731
             ph.reduce_scatter_phase(card.members, inter, lanes, src=held, acc=held, final=own)
     return prog
@@ -187,13 +196,10 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), intra:
 
 def allgather(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
               inter: str | None = None) -> Program:
-    groups = groups_of(p, topology)
-    intra, inter = _inner_names(intra, inter, len(groups))
-    big_l, cards = logic_cards(groups)
+    prog, groups, intra, inter, big_l, cards = _setup(Coll.ALLGATHER, p, topology, options, intra,
+                                                      inter, lambda big_l, big_g: p * big_l)
     k_ = options.channels
-    prog = program("ahc", Coll.ALLGATHER, p, k_ * p * big_l, options,
-                   extra_attrs=ph.topology_attrs(topology))
-    block, card_block = _region_blocks(groups, big_l)
+    block, card_block, own_block = _region_blocks(groups, big_l)
     for c in range(k_):
         inp = ph.Space(prog, Buffer.INPUT, big_l, instances=k_, instance=c)
         out = ph.Space(prog, Buffer.OUTPUT, p * big_l, block=big_l, instances=k_, instance=c)
@@ -201,10 +207,7 @@ def allgather(p: int, *, topology=None, options: Options = Options(), intra: str
         for r in range(p):
             ph.copy(inp(r, 0, big_l), out(r, r * big_l, (r + 1) * big_l), c)
         for card in cards:
-            def own(pos, i, card=card):          # a member's own block, read from its input
-                lo, hi = card_block(card, i)
-                base = card.members[pos] * big_l
-                return inp(card.members[pos], lo - base, hi - base)
+            own = lambda pos, i, card=card: inp(card.members[pos], *own_block(card, pos, i))  # noqa: E731
             ph.all_gather_phase(card.members, inter, lanes, first=own,
                                 loc=lambda pos, i, card=card: out(card.members[pos], *card_block(card, i)))
         for k in range(len(groups)):

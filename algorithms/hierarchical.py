@@ -24,10 +24,10 @@ all-reduce 2(S−1)α₁ + 2(S−1)/S·nβ₁ + (S−1)/S·nγ; broadcast (M−1
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, program
+from ccxml.algorithm import Options
 from ccxml.algorithms import _phases as ph
 from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.wire import Coll
 
 #: how a server reduces to (and broadcasts from) its leader
 INTRA = ("star", "ring")
@@ -35,19 +35,11 @@ INTRA = ("star", "ring")
 
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "star",
               inter: str = "ring") -> Program:
-    s_, m_ = ph.uniform_shape("hierarchical", p, topology)
-    reduce_table = ph.REDUCE_TABLES[ph.choose("hierarchical", "intra", intra, INTRA)]
-    bcast_table = ph.BCAST_TABLES[intra]
-    ph.choose("hierarchical", "inter", inter, ph.INTER)
-    k_ = options.channels
-    units = s_
-    prog = program("hierarchical", Coll.ALLREDUCE, p, k_ * units, options,
-                   extra_attrs=ph.topology_attrs(topology))
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
-        servers = [[s * m_ + i for i in range(m_)] for s in range(s_)]
-        lanes = ph.Lanes(k_, c)
+    prog, s_, m_, instances = ph.two_level("hierarchical", p, topology, options, intra=intra,
+                                           intra_choices=INTRA, inter=inter, units=lambda s, m: s)
+    reduce_table, bcast_table = ph.REDUCE_TABLES[intra], ph.BCAST_TABLES[intra]
+    servers = ph.servers_of(s_, m_)
+    for inp, out, lanes in instances:
         for mem in servers:
             ph.run_reduce(mem, reduce_table(m_, s_), lanes, owner=lambda j: 0, nblocks=s_,
                           src=lambda pos, j, mem=mem: inp(mem[pos], j, j + 1),

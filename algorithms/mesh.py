@@ -199,11 +199,12 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return prog
 
 
-def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+def root_scatter(algorithm: str, p: int, root: int, options: Options) -> Program:
+    """The root sends block j straight to rank j, every peer at once (Mesh and Star Scatter)."""
     check_ranks(p)
     check_root(root, p)
     k_ = options.channels
-    prog = program("mesh", Coll.SCATTER, p, k_, options, root=root)
+    prog = program(algorithm, Coll.SCATTER, p, k_, options, root=root)
     prog.input(root, root * k_, k_).copy(prog.output(root, 0, k_))
     for c in range(k_):
         for j in peers(root, p):
@@ -211,16 +212,25 @@ def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return prog
 
 
-def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+def root_gather(algorithm: str, p: int, root: int, options: Options) -> Program:
+    """Every rank sends its block straight to the root, all at once (Mesh and Star Gather)."""
     check_ranks(p)
     check_root(root, p)
     k_ = options.channels
-    prog = program("mesh", Coll.GATHER, p, k_, options, root=root)
+    prog = program(algorithm, Coll.GATHER, p, k_, options, root=root)
     prog.input(root, 0, k_).copy(prog.output(root, root * k_, k_))
     for c in range(k_):
         for j in peers(root, p):
             prog.input(j, c).copy(prog.output(root, j * k_ + c), chan=peer_channel(j, root, p, c))
     return prog
+
+
+def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+    return root_scatter("mesh", p, root, options)
+
+
+def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+    return root_gather("mesh", p, root, options)
 
 
 def alltoall(p: int, *, options: Options = Options()) -> Program:

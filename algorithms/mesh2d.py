@@ -19,27 +19,18 @@ Cost (ring/ring, n bytes, level 0 = intra, level 1 = inter):
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, program
+from ccxml.algorithm import Options
 from ccxml.algorithms import _phases as ph
 from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.wire import Coll
 
 
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
               inter: str = "ring") -> Program:
-    s_, m_ = ph.uniform_shape("2d-mesh", p, topology)
-    ph.choose("2d-mesh", "intra", intra, ph.INTRA)
-    ph.choose("2d-mesh", "inter", inter, ph.INTER)
-    k_ = options.channels
-    units = s_ * m_
-    prog = program("2d-mesh", Coll.ALLREDUCE, p, k_ * units, options,
-                   extra_attrs=ph.topology_attrs(topology))
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
-        lanes = ph.Lanes(k_, c)
-        for s in range(s_):
-            mem = [s * m_ + i for i in range(m_)]
+    prog, s_, m_, instances = ph.two_level("2d-mesh", p, topology, options, intra=intra,
+                                           intra_choices=ph.INTRA, inter=inter)
+    for inp, out, lanes in instances:
+        for mem in ph.servers_of(s_, m_):
             ph.allreduce_phase(mem, intra, lanes,
                                src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
                                loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))

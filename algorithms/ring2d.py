@@ -22,28 +22,20 @@ Cost (n bytes, level 0 = intra, level 1 = inter): 2(M−1)α₀ + 2(M−1)/M·n�
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, program
+from ccxml.algorithm import Options
 from ccxml.algorithms import _phases as ph
 from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.wire import Coll
 
 INTRA = ("allreduce", "reduce")
 
 
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "allreduce",
               inter: str = "ring") -> Program:
-    s_, m_ = ph.uniform_shape("2d-ring", p, topology)
-    ph.choose("2d-ring", "intra", intra, INTRA)
-    ph.choose("2d-ring", "inter", inter, ph.INTER)
-    k_ = options.channels
-    units = s_ * m_
-    prog = program("2d-ring", Coll.ALLREDUCE, p, k_ * units, options,
-                   extra_attrs=ph.topology_attrs(topology))
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
-        servers = [[s * m_ + i for i in range(m_)] for s in range(s_)]
-        lanes = ph.Lanes(k_, c)
+    prog, s_, m_, instances = ph.two_level("2d-ring", p, topology, options, intra=intra,
+                                           intra_choices=INTRA, inter=inter)
+    servers = ph.servers_of(s_, m_)
+    for inp, out, lanes in instances:
         for mem in servers:
             if intra == "allreduce":
                 ph.allreduce_phase(mem, "ring", lanes,

@@ -20,7 +20,7 @@ Cost (HCCL doc, n = bytes between root and each rank; root-side serialization ig
 from __future__ import annotations
 
 from ccxml.algorithm import Options, check_ranks, check_root, program
-from ccxml.algorithms.mesh import accumulate, peer_channel, peers, slot
+from ccxml.algorithms.mesh import accumulate, peer_channel, peers, root_gather, root_scatter, slot
 from ccxml.chunk import Program
 from ccxml.wire import Coll
 
@@ -38,15 +38,7 @@ def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program
 
 
 def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("star", Coll.GATHER, p, k_, options, root=root)
-    prog.input(root, 0, k_).copy(prog.output(root, root * k_, k_))
-    for c in range(k_):
-        for j in peers(root, p):
-            prog.input(j, c).copy(prog.output(root, j * k_ + c), chan=peer_channel(j, root, p, c))
-    return prog
+    return root_gather("star", p, root, options)
 
 
 def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
@@ -64,15 +56,7 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
 
 
 def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("star", Coll.SCATTER, p, k_, options, root=root)
-    prog.input(root, root * k_, k_).copy(prog.output(root, 0, k_))
-    for c in range(k_):
-        for j in peers(root, p):
-            prog.input(root, j * k_ + c).copy(prog.output(j, c), chan=peer_channel(root, j, p, c))
-    return prog
+    return root_scatter("star", p, root, options)
 
 
 COLLECTIVES = {

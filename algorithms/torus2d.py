@@ -20,27 +20,19 @@ RS (M−1)α₀ + (M−1)/M·n(β₀+γ)  +  AR 2(S−1)α₁ + 2(S−1)/(S·M)�
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, program
+from ccxml.algorithm import Options
 from ccxml.algorithms import _phases as ph
 from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.wire import Coll
 
 
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
               inter: str = "ring") -> Program:
-    s_, m_ = ph.uniform_shape("2d-torus", p, topology)
-    ph.choose("2d-torus", "intra", intra, ph.INTRA)
-    ph.choose("2d-torus", "inter", inter, ph.INTER)
-    k_ = options.channels
-    units = s_ * m_
-    prog = program("2d-torus", Coll.ALLREDUCE, p, k_ * units, options,
-                   extra_attrs=ph.topology_attrs(topology))
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
-        servers = [[s * m_ + i for i in range(m_)] for s in range(s_)]
-        planes = [[s * m_ + i for s in range(s_)] for i in range(m_)]
-        lanes = ph.Lanes(k_, c)
+    prog, s_, m_, instances = ph.two_level("2d-torus", p, topology, options, intra=intra,
+                                           intra_choices=ph.INTRA, inter=inter)
+    servers = ph.servers_of(s_, m_)
+    planes = [[s * m_ + i for s in range(s_)] for i in range(m_)]
+    for inp, out, lanes in instances:
         for mem in servers:
             ph.reduce_scatter_phase(mem, intra, lanes,
                                     src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
