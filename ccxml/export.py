@@ -177,6 +177,7 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~current_umask())     # mkstemp makes 0600; a written file is 0644-like
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -184,6 +185,13 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def save_xml(algo: Algo, path, target: str = "exec") -> None:

@@ -206,7 +206,9 @@ class GPU:
 
     def add_tb(self, tb: TB) -> TB:
         """Add ``tb``; reject a second TB on the same (channel, send peer) or (channel, recv peer)."""
-        usage = self.channel_usage.setdefault(tb.chan, {"send": [], "recv": []})
+        usage = self.channel_usage.get(tb.chan)
+        if usage is None:
+            usage = self.channel_usage[tb.chan] = {"send": [], "recv": []}
         if tb.send >= 0 and tb.send in usage["send"]:
             raise IRError(f"channel conflict on gpu {self.id}: two TBs send to {tb.send} on channel {tb.chan}")
         if tb.recv >= 0 and tb.recv in usage["recv"]:

@@ -452,12 +452,6 @@ def manifest_text(result: TuneResult, dirname: str) -> str:
     return json.dumps(manifest(result, dirname), indent=2) + "\n"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _write_new(path: str, text: str) -> None:
     """Create ``path`` (must not exist) with ``text``; normal permissions (0666 & ~umask)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -510,7 +504,8 @@ def write_algo_dir(result: TuneResult, directory: str | os.PathLike) -> str:
     parent = os.path.dirname(os.path.abspath(d))
     name = os.path.basename(d)
     os.makedirs(parent, exist_ok=True)
-    mode = 0o777 & ~_umask()
+    from ccxml.export import current_umask, write_atomic
+    mode = 0o777 & ~current_umask()
     staging = tempfile.mkdtemp(prefix=f".{name}.ccxml-new-", dir=parent)
     try:
         os.chmod(staging, mode)
@@ -531,16 +526,5 @@ def write_algo_dir(result: TuneResult, directory: str | os.PathLike) -> str:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     mpath = manifest_path(d)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.manifest-", suffix=".tmp", dir=parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(manifest_text(result, name))
-        os.replace(tmp, mpath)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(mpath, manifest_text(result, name))
     return mpath

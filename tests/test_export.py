@@ -1,6 +1,9 @@
 """The two serialisers agree byte for byte; the output validates against the schema."""
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 from lxml import etree
 
@@ -26,3 +29,15 @@ def test_attribute_values_are_escaped_like_lxml():
     algo = prog.compile()
     assert to_xml(algo) == to_xml_lxml(algo)
     assert 'name="a&lt;b &amp; &quot;c&quot;"' in to_xml(algo)
+
+
+def test_written_files_get_normal_permissions_and_no_temporary_is_left(tmp_path):
+    from ccxml.export import write_atomic
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "a.xml", "<algo/>\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.xml").read_text() == "<algo/>\n"
+    assert stat.S_IMODE((tmp_path / "a.xml").stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["a.xml"]

@@ -211,7 +211,12 @@ def _rebuild_gpu(gpu: GPU, seg: dict[Step, int], width: int) -> None:
     for tb in old:
         pieces: dict[int, list[Step]] = {}
         for st in tb.steps:
-            pieces.setdefault(seg[st], []).append(st)
+            k = seg[st]
+            group = pieces.get(k)
+            if group is None:
+                pieces[k] = [st]
+            else:
+                group.append(st)
         prev_last: Step | None = None
         for k in sorted(pieces):
             steps = pieces[k]

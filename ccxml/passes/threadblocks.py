@@ -26,11 +26,13 @@ def _assign_gpu(gpu: GPU) -> None:
     steps = gpu.pending
     by_chan: dict[int, tuple[set[int], set[int]]] = {}
     for st in steps:
-        sends, recvs = by_chan.setdefault(st.chan, (set(), set()))
+        peers = by_chan.get(st.chan)
+        if peers is None:
+            peers = by_chan[st.chan] = (set(), set())
         if st.send_peer >= 0:
-            sends.add(st.send_peer)
+            peers[0].add(st.send_peer)
         if st.recv_peer >= 0:
-            recvs.add(st.recv_peer)
+            peers[1].add(st.recv_peer)
 
     send_tb: dict[tuple[int, int], TB] = {}
     recv_tb: dict[tuple[int, int], TB] = {}
