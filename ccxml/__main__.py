@@ -1,4 +1,4 @@
 """``python -m ccxml`` runs the command line."""
-from ccxml.cli import main
+from ccxml.cli import run
 
-main()
+run()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 
 import click
@@ -78,3 +79,23 @@ def main(argv=None):
         click.echo(f"ccxml: {e.format_message()}", err=True)
         sys.exit(2)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def run() -> None:
+    """The ``ccxml`` program: :func:`main`, then exit without tearing down the objects it built
+    (freeing a large schedule object by object takes longer than writing it)."""
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    if not isinstance(code, int):
+        if code is not None:
+            print(code, file=sys.stderr)
+        code = 0 if code is None else 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

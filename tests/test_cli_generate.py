@@ -163,3 +163,16 @@ def test_generate_without_a_topology_does_not_load_the_topology_model(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.xml")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_program_flushes_its_output_and_keeps_exit_codes(tmp_path):
+    """``python -m ccxml`` leaves without tearing its objects down: stdout must still be
+    complete, and the exit codes stay 0 (done) and 2 (bad input, one line)."""
+    ok = subprocess.run([sys.executable, "-m", "ccxml", "generate", "ring", "--ranks", "16",
+                         "-o", "-"], capture_output=True, text=True, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("<algo ") and ok.stdout.endswith("</algo>\n")
+    bad = subprocess.run([sys.executable, "-m", "ccxml", "generate", "ring", "--ranks", "1"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("ccxml: ")
