@@ -36,9 +36,13 @@ Chunks: with K = ``channels`` every block-slice (AR, Reduce) or per-rank block (
 chunks and Broadcast's buffer is K chunks; channel c carries chunk c of every block, so K copies
 of the algorithm run side by side. For AR and Reduce chunk c of block-slice u is chunk c·B + u,
 so that each channel's transfers are contiguous. An exchange (both partners send in one step)
-is cut into messages of at most LINK_CALLS·maxAllowedCount chunks, alternating directions, so
-it completes with bounded links. Partial sums live in the output (AllReduce, root of Reduce)
+is cut into messages of at most the program's message cap, alternating directions, so it
+completes with bounded links. Partial sums live in the output (AllReduce, root of Reduce)
 or in scratch; the input is only read.
+
+Step order: HCCL runs a rank's steps one after another on one stream (§0.3); every step above
+ends with ``Program.next_round``, so a rank's transfers of one step wait for its transfers of the
+step before (a rank idle in a step goes on at once, as in HCCL, which has no barrier).
 
 Cost (HCCL doc; n bytes, p′ = 2^⌊log p⌋):
 BC ⌈log p⌉(α + nβ).
@@ -50,12 +54,11 @@ RD, p = 2^m: as AR; otherwise (2⌊log p⌋+1)α + (2(p′−1)/p′ + 1)nβ + (
 """
 from __future__ import annotations
 
-from itertools import zip_longest
 from typing import Callable
 
 from ccxml.algorithm import Options, check_ranks, check_root, program
 from ccxml.chunk import Program
-from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer, Coll
+from ccxml.wire import Buffer, Coll
 
 Ref = tuple[Buffer, int]          # (buffer, chunk index) as the Chunk API names it
 
@@ -144,32 +147,23 @@ class _Data:
                  reduce: bool) -> None:
         """x sends units ``to_y`` to y while y sends ``to_x`` (disjoint) to x: one kernel step.
 
-        Messages carry at most ``limit`` chunks and are issued alternately in the two
-        directions on every channel, so each side's thread block sends its k-th message before
-        it waits for the k-th one from the other side: the exchange completes even when a link
-        buffers only LINK_CALLS calls, and the order is the one the ordering pass would choose.
+        Messages carry at most the program's ``message_cap`` chunks (one call less than a link
+        buffers). When a direction needs several, the k-th messages of both directions on every
+        channel form one sub-round (:meth:`Program.next_round`), so each side sends its
+        (k+1)-th message only after it has received the k-th: the exchange completes even when
+        a link buffers only LINK_CALLS calls.
         """
-        limit = self._exchange_limit()
-        for c in range(self.k):
-            fwd = [m for a in range(to_y[0], to_y[1], limit)
-                   for m in self._messages(x, y, a, min(a + limit, to_y[1]), reduce, self.home, c)]
-            back = [m for a in range(to_x[0], to_x[1], limit)
-                    for m in self._messages(y, x, a, min(a + limit, to_x[1]), reduce, self.home, c)]
-            for one, other in zip_longest(fwd, back):
-                for msg in (one, other):
-                    if msg is not None:
-                        self._issue(*msg)
-
-    def _exchange_limit(self) -> int:
-        """Chunks per exchange message: LINK_CALLS calls of maxAllowedCount chunks each, where
-        maxAllowedCount (msccl-runtime.md §6) is taken at the file's maxBytes, and is 1 when
-        maxBytes is 0 (unbounded)."""
-        algo = self.prog.algo
-        per_call = 1
-        if algo.maxBytes > 0:
-            per_chunk = algo.maxBytes / algo.nchunksperloop
-            per_call = max(1, min(MAX_COUNT_PER_CALL, int(CHUNK_EFFECTIVE_BYTES[algo.proto] // per_chunk)))
-        return LINK_CALLS[algo.proto] * per_call
+        cap = self.prog.message_cap
+        lanes = [[m for a in range(lo, hi, cap)
+                  for m in self._messages(s, d, a, min(a + cap, hi), reduce, self.home, c)]
+                 for c in range(self.k) for s, d, (lo, hi) in ((x, y, to_y), (y, x, to_x))]
+        depth = max(map(len, lanes))
+        for i in range(depth):
+            for lane in lanes:
+                if i < len(lane):
+                    self._issue(*lane[i])
+            if depth > 1:
+                self.prog.next_round()
 
     def _messages(self, s: int, d: int, lo: int, hi: int, reduce: bool, home, chan: int) -> list:
         """The ops moving channel ``chan``'s chunks of units lo…hi−1 from s to d, one per run
@@ -214,6 +208,7 @@ def _hd_reduce_scatter(data: _Data, f: _Fold, span: Callable[[int, int], tuple[i
                 mine, theirs = b & ~(mask - 1), peer & ~(mask - 1)
                 data.exchange(f.real(b), f.real(peer), span(theirs, theirs + mask),
                               span(mine, mine + mask), reduce=True)
+        data.prog.next_round()
 
 
 def _hd_all_gather(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, int]]) -> None:
@@ -226,6 +221,7 @@ def _hd_all_gather(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, 
                 mine, theirs = b & ~(mask - 1), peer & ~(mask - 1)
                 data.exchange(f.real(b), f.real(peer), span(mine, mine + mask),
                               span(theirs, theirs + mask), reduce=False)
+        data.prog.next_round()
 
 
 def _per_rank_span(f: _Fold) -> Callable[[int, int], tuple[int, int]]:
@@ -250,10 +246,12 @@ def allreduce(p: int, *, options: Options = Options()) -> Program:
         data.hold(r, 0, f.B, lambda j: (Buffer.INPUT, j))
     for keep, gone in f.pairs():
         data.reduce(gone, keep, 0, f.B)
+    prog.next_round()
     _hd_reduce_scatter(data, f, _slices)
     _hd_all_gather(data, f, _slices)
     for keep, gone in f.pairs():
         data.copy(keep, gone, 0, f.B)
+    prog.next_round()
     return prog
 
 
@@ -267,9 +265,11 @@ def reducescatter(p: int, *, options: Options = Options()) -> Program:
         data.hold(r, 0, p, lambda j: (Buffer.INPUT, j))
     for keep, gone in f.pairs():     # the whole input, kept in scratch: one message per channel
         data.bulk(gone, keep, True, home=lambda r, j: (Buffer.SCRATCH, j))
+    prog.next_round()
     _hd_reduce_scatter(data, f, _per_rank_span(f))
     for keep, gone in f.pairs():
         data.copy(keep, gone, gone, gone + 1)
+    prog.next_round()
     return prog
 
 
@@ -284,9 +284,11 @@ def allgather(p: int, *, options: Options = Options()) -> Program:
             data.localize(r, r, r + 1)
     for keep, gone in f.pairs():
         data.copy(gone, keep, gone, gone + 1)
+    prog.next_round()
     _hd_all_gather(data, f, _per_rank_span(f))
     for keep, gone in f.pairs():
         data.copy(keep, gone, 0, p)
+    prog.next_round()
     return prog
 
 
@@ -305,8 +307,10 @@ def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program
         for b in range(f.B):
             if (b ^ rootb) & ((mask << 1) - 1) == 0:        # holds the data already
                 data.copy(f.real(b), f.real(b ^ mask), 0, 1)
+        prog.next_round()
     for keep, gone in f.pairs():
         data.copy(keep, gone, 0, 1)
+    prog.next_round()
     return prog
 
 
@@ -323,6 +327,7 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
         data.hold(r, 0, f.B, lambda j: (Buffer.INPUT, j))
     for keep, gone in f.pairs():
         data.reduce(gone, keep, 0, f.B)
+    prog.next_round()
     _hd_reduce_scatter(data, f, _slices)
     rootb = f.block(root)
     for s in range(f.m):
@@ -331,6 +336,7 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
             if (b ^ rootb) & (mask - 1) == 0 and (b ^ rootb) & mask:
                 lo = b & ~(mask - 1)
                 data.copy(f.real(b), f.real(b ^ mask), lo, lo + mask)
+        prog.next_round()
     return prog
 
 

@@ -12,7 +12,8 @@
 :func:`hccl_rounds` reads only the XML. HCCL runs one step at a time per rank and a step is a
 handshake, so a step that waits on another thread block (a ``depid`` or a nop) comes one round
 after what it waits for, a send comes one round after the data it sends arrived, and a receive
-is in the round its message was sent. A fused receive-and-send step (``rcs``, ``rrs``, ``rrcs``) is a
+is not before the round its message was sent; the message takes place in the receive's round, on
+both ranks (a sender cannot finish a handshake before the receiver is ready). A fused receive-and-send step (``rcs``, ``rrs``, ``rrcs``) is a
 receive and the send that forwards it, one round later; a receive that waits for it may share the
 send's round (HCCL issues a step's send and receive together), anything else comes one round after
 the send. (tests/schedule_rounds.py counts hops instead, where a
@@ -56,9 +57,10 @@ _READS = {"s", "rrc", "rrs", "rrcs", "cpy", "re"}
 _WRITES = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
 
 
-def hccl_rounds(xml: str) -> tuple[list[list[int]], list[tuple[int, int, int, str, int, int]]]:
+def hccl_rounds(xml: str) -> tuple[list[list[int]], list[tuple[int, int, int, str, int, int, str]]]:
     """(per rank the sorted rounds it sends or receives in, every message as
-    (round, src, dst, dst buffer, dst offset, cnt)). See the module docstring."""
+    (round, src, dst, dst buffer, dst offset, cnt, receiving step type)). An ``rrs`` stores
+    nothing: its buffer and offset are those of its local operand. See the module docstring."""
     sched = xmlload.loads(xml)
     tbs = {(g.id, tb.id): tb for g in sched.gpus for tb in g.tbs}
     pc = dict.fromkeys(tbs, 0)
@@ -100,12 +102,13 @@ def hccl_rounds(xml: str) -> tuple[list[list[int]], list[tuple[int, int, int, st
                 if st.type in _RECV:
                     r = received = max(r, fifo[link].pop(0))
                     per_rank[g].add(r)
-                    messages.append((r, tb.recv, g, st.dstbuf, st.dstoff, st.cnt))
+                    per_rank[tb.recv].add(r)         # a transfer is a handshake: both ends' round
+                    buf, off = (st.srcbuf, st.srcoff) if st.type == "rrs" else (st.dstbuf, st.dstoff)
+                    messages.append((r, tb.recv, g, buf, off, st.cnt, st.type))
                     data = max(data, r)
                 if st.type in _SEND:
                     r = max(r, data + 1)
                     fifo.setdefault((g, tb.send, tb.chan), []).append(r)
-                    per_rank[g].add(r)
                 if st.type in _WRITES:
                     for i in range(st.cnt):
                         arrived[(g, st.dstbuf, st.dstoff + i)] = data
@@ -197,7 +200,7 @@ def table(module, coll: Coll, p: int, root: int | None = None,
     (one chunk per block); by default its offset."""
     _, messages = hccl_rounds(xml_of(module, coll, p, "exec", 1, False, root))
     steps: dict[int, dict[int, dict]] = {}
-    for rnd, src, dst, buf, off, cnt in messages:
+    for rnd, src, dst, buf, off, cnt, _ in messages:
         blocks = {block(dst, buf, o) for o in range(off, off + cnt)}
         for rank, key in ((src, ("to", dst)), (dst, ("from", src))):
             steps.setdefault(rnd, {}).setdefault(rank, {}).setdefault(key, set()).update(blocks)
