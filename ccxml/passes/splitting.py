@@ -44,24 +44,19 @@ def nop_cost(step: Step) -> int:
 def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     limit = profile.max_steps_per_tb
     tbs = [tb for gpu in algo.gpus for tb in gpu.tbs]
+    if all(len(tb.steps) + sum(nop_cost(st) for st in tb.steps if len(st.dep_list) > 1) <= limit
+           for tb in tbs):
+        return
     # dense numbering: step -> gid, where each step sits (TB number, position), and its cost
     # (itself plus the nops its dependencies will need)
     gid: dict[Step, int] = {}
     where: list[tuple[int, int]] = []
     cost: list[int] = []
-    fits = True
     for t, tb in enumerate(tbs):
-        total = 0
         for i, st in enumerate(tb.steps):
             gid[st] = len(where)
             where.append((t, i))
-            c = 1 + nop_cost(st) if len(st.dep_list) > 1 else 1
-            cost.append(c)
-            total += c
-        if total > limit:
-            fits = False
-    if fits:
-        return
+            cost.append(1 + nop_cost(st) if len(st.dep_list) > 1 else 1)
     # A segment per event: the receive and the send half of a fused step may end up in two
     # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
     # rcs steps be cut at all: every link cuts at the same message.
