@@ -269,8 +269,26 @@ class LanePhase:
 Loc = Callable[[int, int], Data]          # (position, block) -> data on that member
 
 
-def _step_chan(phase: LanePhase, members: Sequence[int], step: list[Transfer]) -> int:
-    return phase.place([(members[a], members[b]) for a, b, blocks in step if blocks])
+class Directions:
+    """The two lane phases of one executor call. Where two ranks exchange in one step, the
+    transfer toward the higher rank goes on one and the other on the second, so the two
+    directions sit in two one-way thread blocks: in one full-duplex TB one side would receive
+    before it sends (the ordering pass alternates a TB's sends and receives) and the exchange
+    would run one direction at a time. Every other transfer goes on the first."""
+
+    def __init__(self, lanes: Lanes):
+        self.up, self.down = lanes.phase(), lanes.phase()
+
+    def place(self, members: Sequence[int], step: list[Transfer]) -> list[int]:
+        """The channel of each transfer of ``step`` (-1 for an empty one)."""
+        pairs = [(members[a], members[b]) if blocks else None for a, b, blocks in step]
+        present = set(pairs)
+        down = [t is not None and t[0] > t[1] and (t[1], t[0]) in present for t in pairs]
+        ups = [t for t, d in zip(pairs, down) if t is not None and not d]
+        downs = [t for t, d in zip(pairs, down) if d]
+        cu = self.up.place(ups) if ups else -1
+        cd = self.down.place(downs) if downs else -1
+        return [-1 if t is None else cd if d else cu for t, d in zip(pairs, down)]
 
 
 def run_reduce(members: Sequence[int], table: Table, lanes: Lanes, *, src: Loc, acc: Loc,
@@ -295,12 +313,13 @@ def run_reduce(members: Sequence[int], table: Table, lanes: Lanes, *, src: Loc, 
         v = cur.get((pos, j))
         return v if v is not None else src(pos, j)
 
-    phase = lanes.phase()
+    dirs = Directions(lanes)
     for si, step in enumerate(table):
-        chan = _step_chan(phase, members, step)
+        chans = dirs.place(members, step)
         sources = [[value(a, j) for j in blocks] for a, _, blocks in step]
         plans = []
         for ti, (a, b, blocks) in enumerate(step):
+            chan = chans[ti]
             plan: list[Op] = []
             for j, s in zip(blocks, sources[ti]):
                 done = owner(j) == b and last[(b, j)] == (si, ti)
@@ -321,11 +340,11 @@ def run_copy(members: Sequence[int], table: Table, lanes: Lanes, *, loc: Loc,
     ``loc``. ``first(pos, j)``, if given, is where the sender reads a block it has not received
     (its own block, before a local copy has put it at ``loc``)."""
     have: set[tuple[int, int]] = set()
-    phase = lanes.phase()
+    dirs = Directions(lanes)
     for step in table:
-        chan = _step_chan(phase, members, step)
+        chans = dirs.place(members, step)
         plans = []
-        for a, b, blocks in step:
+        for (a, b, blocks), chan in zip(step, chans):
             plan: list[Op] = []
             for j in blocks:
                 s = loc(a, j) if first is None or (a, j) in have else first(a, j)
