@@ -31,8 +31,8 @@ print(rep.stats.get("steps", 0) / dt)
 """
 
 
-def run(cmd: list[str]) -> tuple[float, float, int, str, str]:
-    """(wall s, peak MB, exit code, stdout, stderr) of one process (rusage from wait4)."""
+def run(cmd: list[str]) -> tuple[float, float, float, int, str, str]:
+    """(wall s, CPU s, peak MB, exit code, stdout, stderr) of one process (rusage from wait4)."""
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as out, \
             tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
@@ -42,16 +42,18 @@ def run(cmd: list[str]) -> tuple[float, float, int, str, str]:
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return wall, usage.ru_maxrss / 1024.0, proc.returncode, out.read(), err.read()
+        return (wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, proc.returncode,
+                out.read(), err.read())
 
 
 def case(name: str, cmd: list[str], target_s: float, target_mb: float | None, misses: list[str]):
-    wall, peak, code, out, err = run(cmd)
+    wall, cpu, peak, code, out, err = run(cmd)
     ok_t = wall <= target_s
     ok_m = target_mb is None or peak <= target_mb
     mem = f"{peak:7.0f} MB (target ≤ {target_mb:.0f} MB)" if target_mb else f"{peak:7.0f} MB"
     verdict = "ok" if ok_t and ok_m and code == 0 else ("FAILED" if code else "MISSED")
-    print(f"{name:<48} {wall:7.2f} s (target ≤ {target_s:g} s)  {mem}  {verdict}", flush=True)
+    print(f"{name:<48} {wall:7.2f} s (target ≤ {target_s:g} s; cpu {cpu:.2f} s)  {mem}  {verdict}",
+          flush=True)
     if code:
         print("   " + (err.strip().splitlines() or ["(no output)"])[-1])
     if code or wall > 1.5 * target_s or (target_mb and peak > 1.5 * target_mb):
