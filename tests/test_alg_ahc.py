@@ -160,3 +160,24 @@ def test_rccl_limit_error_says_so():
     from ccxml.passes import LimitError
     with pytest.raises(LimitError, match="thread blocks; the rccl limit is 64"):
         ahc.allreduce(8, topology=Topology.from_groups([4, 4]), options=Options(channels=16)).to_xml("rccl")
+
+
+def test_simulated_time_is_within_the_doc_cost():
+    """For bandwidth-bound sizes (1 and 64 MiB), HCCL's AHC cost row (§9.5, an NB/NB estimate
+    with phases one after the other) bounds the simulated time of ccxml's AllReduce on every
+    issue shape, on the row's own two-level links: exchanges run both ways at once and phases
+    overlap. (Small messages pay one α per chunk and per logic card instead. Equality is not
+    expected: see the row's ``why`` in ccxml/simulator/formulas.py.)"""
+    from ccxml.commands_simulate import algorithm_schedule
+    from ccxml.simulator import simulate_schedule
+    from ccxml.simulator.formulas import AHC_LEVELS, AHC_SHAPES, FORMULAS
+    row = next(f for f in FORMULAS if f.algorithm == "ahc" and f.coll == "allreduce")
+    assert set(AHC_SHAPES) == set(SHAPES) and row.why
+    for groups in SHAPES:
+        topo = Topology.from_groups(groups, intra=AHC_LEVELS[0], inter=AHC_LEVELS[1])
+        sched = algorithm_schedule("ahc", "allreduce", sum(groups), topology=topo, target="legacy")
+        per = sched.nchunksperloop * 4
+        for n in (float(per * -(-2 ** 20 // per)), float(per * -(-2 ** 26 // per))):   # ~1 MiB, ~64 MiB
+            t = simulate_schedule(sched, n, topo).time_s
+            doc = row.hier_doc(groups, n, *AHC_LEVELS)
+            assert 0.3 * doc < t <= doc, f"{groups} n={n:g}: simulated {t:.4e} s, doc formula {doc:.4e} s"
