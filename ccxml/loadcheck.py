@@ -18,8 +18,10 @@ import gc
 from contextlib import contextmanager
 from itertools import compress
 
+import numpy as np
+
 from ccxml.findings import Finding
-from ccxml.schedule import Schedule, ScheduleGPU
+from ccxml.schedule import Schedule, ScheduleGPU, StepTable
 from ccxml.wire import MAX_REDUCE_FUSION, PROFILES, Profile, StepType
 
 #: (a) codes: the runtime refuses to load the file
@@ -135,6 +137,26 @@ def runtime_findings(s: Schedule, profile: Profile | str, _cache: dict | None = 
     for issue in s.lexical:
         if issue.fatal:
             add(Finding("lexical", issue.message, line=issue.line))
+    _header_findings(s, p, legacy, add)
+
+    ngpus = s.ngpus
+    miss: dict[tuple, list] = {}
+    for m in s.missing:
+        miss.setdefault((m.element, m.line), []).append(m)
+    used_types: set[str] = set()
+    ranks = sorted((g for g in s.gpus if 0 <= g.id < ngpus), key=lambda g: g.id)
+    for g in ranks:
+        _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, _cache)
+    if not any(f.code not in LAUNCH_CODES for f in out):
+        bad = sorted(t for t in used_types if t in STEP_TYPES and StepType(t) not in p.step_types)
+        if bad:
+            add(Finding("rccl-full-ops", f"uses {'/'.join(bad)}: this version of MSCCL build "
+                                         f"doesn't support full Ops"))
+    return out
+
+
+def _header_findings(s: Schedule, p: Profile, legacy: bool, add) -> None:
+    """The runtime's checks of the ``<algo>`` attributes and the number of ``<gpu>`` elements."""
     a = s.attrs
     algo_line = s.line or None
 
@@ -168,21 +190,6 @@ def runtime_findings(s: Schedule, profile: Profile | str, _cache: dict | None = 
                     line=algo_line))
     if len(s.gpus) > MAX_SUBS:
         add(Finding("too-many-children", f"{len(s.gpus)} <gpu> elements (max {MAX_SUBS})"))
-
-    ngpus = s.ngpus
-    miss: dict[tuple, list] = {}
-    for m in s.missing:
-        miss.setdefault((m.element, m.line), []).append(m)
-    used_types: set[str] = set()
-    ranks = sorted((g for g in s.gpus if 0 <= g.id < ngpus), key=lambda g: g.id)
-    for g in ranks:
-        _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, _cache)
-    if not any(f.code not in LAUNCH_CODES for f in out):
-        bad = sorted(t for t in used_types if t in STEP_TYPES and StepType(t) not in p.step_types)
-        if bad:
-            add(Finding("rccl-full-ops", f"uses {'/'.join(bad)}: this version of MSCCL build "
-                                         f"doesn't support full Ops"))
-    return out
 
 
 def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, cache) -> None:
@@ -593,6 +600,8 @@ def _dep_safety_at(p, g, tbs, tb, i, depid, deps, line, add) -> None:
 
 def check(schedule: Schedule, profile: Profile | str) -> list[Finding]:
     """All loader findings for ``profile``: runtime verdict findings (a) first, then safety (b)."""
+    if table_clean(schedule, profile):
+        return []
     cache: dict = {}
     with _gc_paused():
         return (runtime_findings(schedule, profile, cache)
@@ -625,3 +634,179 @@ def verdict(schedule: Schedule, profile: Profile | str) -> str:
     f = found[0]
     kind = "launch-fail" if f.code in LAUNCH_CODES else "reject"
     return f"{kind}: {f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole-file proof that a loaded table has no loader finding at all
+
+_TYPE_BIT = {name: 1 << i for i, name in enumerate(StepTable.TYPES)}
+
+
+def _type_bits(names) -> int:
+    return sum(_TYPE_BIT[t] for t in names if t in _TYPE_BIT)
+
+
+def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
+    """True only if :func:`check` returns no finding for ``profile`` (False: it may or may not).
+
+    Needs the loader's step table (:meth:`~ccxml.schedule.Schedule.step_table`); every rule of
+    :func:`runtime_findings` and :func:`safety_findings` is checked on whole columns, with the
+    same conservative per-TB conditions the step-by-step passes use to skip themselves.
+    """
+    st = schedule.step_table()
+    if st is None:
+        return False
+    tab, bounds = st
+    p = _profile(profile)
+    legacy = _is_legacy(p)
+    s = schedule
+    if s.missing or any(issue.fatal for issue in s.lexical):
+        return False
+    out: list = []
+    _header_findings(s, p, legacy, out.append)
+    if out:
+        return False
+    ngpus, nch = s.ngpus, s.nchannels
+    gpus = s.gpus
+    if ngpus < 1 or len(gpus) != ngpus or sorted(g.id for g in gpus) != list(range(ngpus)):
+        return False
+    a0 = bounds[0]
+    starts = np.asarray(bounds[:-1], np.int64) - a0
+    lens = np.diff(np.asarray(bounds, np.int64))
+    ntb = len(lens)
+    if ntb == 0 or lens.min() <= 0:
+        return False
+    sl = slice(a0, bounds[-1])
+    typ, cnt, hasdep = tab.type[sl], tab.cnt[sl], tab.hasdep[sl]
+    srcoff, dstoff, depid = tab.srcoff[sl], tab.dstoff[sl], tab.depid[sl]
+    N = len(typ)
+    # ---- per-TB aggregates ------------------------------------------------------------------
+    tbits = np.bitwise_or.reduceat(np.left_shift(1, typ.astype(np.int64)), starts)
+    bbits = np.bitwise_or.reduceat(np.left_shift(1, tab.srcbuf[sl].astype(np.int64))
+                                   | np.left_shift(1, tab.dstbuf[sl].astype(np.int64)), starts)
+    pos = np.arange(N, dtype=np.int64) - np.repeat(starts, lens)
+    if (tab.s[sl] != pos).any():
+        return False                               # s must be 0..n-1 in every TB
+    if cnt.min() <= 0 or cnt.max() >= MAX_COUNT or hasdep.min() < 0 or hasdep.max() > 1:
+        return False
+    if srcoff.min() < 0 or dstoff.min() < 0:
+        return False
+    if int(np.bitwise_or.reduce(tbits)) & (_TYPE_BIT["nop"] | _TYPE_BIT["re"]):
+        return False
+    cmax = np.maximum.reduceat(cnt, starts)
+    somax = np.maximum.reduceat(srcoff, starts) + cmax
+    domax = np.maximum.reduceat(dstoff, starts) + cmax
+    allowed = _type_bits(t.value for t in p.step_types)
+    if int(np.bitwise_or.reduce(tbits)) & ~allowed:
+        return False                               # rccl-full-ops
+    sends, recvs = _type_bits(_SENDS), _type_bits(_RECEIVES)
+    tbits_l, bbits_l = tbits.tolist(), bbits.tolist()
+    lens_l, somax_l, domax_l = lens.tolist(), somax.tolist(), domax.tolist()
+    max_s = p.max_steps_per_tb
+    if max(lens_l) > min(max_s, MAX_SUBS):
+        return False
+    chan_max = _chan_accepted(p)
+    # ---- TBs, rank by rank (document order) ---------------------------------------------------
+    t = 0
+    gpu_of_tb = []
+    first_tb = {}                                  # gpu id -> doc index of its first TB
+    id_to_doc: dict = {}
+    link_out: list = []                            # per TB: (r, send, chan) or None
+    link_in: list = []
+    for g in gpus:
+        r = g.id
+        if g.s_chunks < 0 or len(g.tbs) > MAX_SUBS:
+            return False
+        sizes = (g.i_chunks, g.o_chunks, g.s_chunks)
+        ids = [tb.id for tb in g.tbs]
+        if sorted(ids) != list(range(len(ids))) or len(ids) > p.max_tbs:
+            return False
+        nodes = 1 + len(gpus)
+        nsend: dict = {}
+        nrecv: dict = {}
+        first_tb[r] = t
+        for tb in g.tbs:
+            n = lens_l[t]
+            nodes += 1 + n
+            snd, rcv, ch = tb.send, tb.recv, tb.chan
+            if snd == r or rcv == r or snd < -1 or rcv < -1 or snd >= ngpus or rcv >= ngpus:
+                return False
+            if not (0 <= ch <= chan_max or (legacy and ch == -1 and snd == rcv == -1)):
+                return False
+            if (snd >= 0 or rcv >= 0) and ch >= nch:
+                return False
+            if p.max_chan < ch <= chan_max:
+                return False
+            bits = tbits_l[t]
+            if (snd < 0 and bits & sends) or (rcv < 0 and bits & recvs):
+                return False
+            if snd >= 0:
+                if (ch, snd) in nsend:
+                    return False                   # two TBs on one connection
+                nsend[(ch, snd)] = tb.id
+            if rcv >= 0:
+                if (ch, rcv) in nrecv:
+                    return False
+                nrecv[(ch, rcv)] = tb.id
+            smallest = min(sizes[k] for k in range(3) if bbits_l[t] >> k & 1)
+            if somax_l[t] > smallest or domax_l[t] > smallest:
+                return False
+            id_to_doc[(r, tb.id)] = t
+            gpu_of_tb.append(r)
+            link_out.append((r, snd, ch) if snd >= 0 else None)
+            link_in.append((rcv, r, ch) if rcv >= 0 else None)
+            t += 1
+        if nodes > p.max_nodes:
+            return False
+        per_chan_s: dict = {}
+        per_chan_r: dict = {}
+        for ch, _ in nsend:
+            per_chan_s[ch] = per_chan_s.get(ch, 0) + 1
+        for ch, _ in nrecv:
+            per_chan_r[ch] = per_chan_r.get(ch, 0) + 1
+        if max(per_chan_s.values(), default=0) > MAX_TBS_PER_CHAN_DIR or \
+                max(per_chan_r.values(), default=0) > MAX_TBS_PER_CHAN_DIR:
+            return False
+    # ---- links: declared at both ends, equal cnt sequences ------------------------------------
+    outs = {k: i for i, k in enumerate(link_out) if k is not None}
+    ins = {k: i for i, k in enumerate(link_in) if k is not None}
+    if outs.keys() != ins.keys():
+        return False
+    lid = {k: i for i, k in enumerate(outs)}
+    out_id = np.array([lid[k] if k is not None else -1 for k in link_out], np.int64)
+    in_id = np.array([lid[k] if k is not None else -1 for k in link_in], np.int64)
+    tb_of = np.repeat(np.arange(ntb, dtype=np.int64), lens)
+    sends_mask = np.array([bool(_TYPE_BIT[x] & sends) for x in StepTable.TYPES])[typ]
+    recvs_mask = np.array([bool(_TYPE_BIT[x] & recvs) for x in StepTable.TYPES])[typ]
+    sl_ = out_id[tb_of[sends_mask]]
+    rl_ = in_id[tb_of[recvs_mask]]
+    if len(sl_) != len(rl_):
+        return False
+    os_ = np.argsort(sl_, kind="stable")
+    or_ = np.argsort(rl_, kind="stable")
+    if not np.array_equal(sl_[os_], rl_[or_]) or \
+            not np.array_equal(cnt[sends_mask][os_], cnt[recvs_mask][or_]):
+        return False
+    # ---- dependencies -------------------------------------------------------------------------
+    dep_rows = np.flatnonzero(depid >= 0)
+    if len(dep_rows):
+        di = depid[dep_rows].astype(np.int64)
+        if di.max() > p.max_dep_tb:
+            return False
+        own = tb_of[dep_rows]
+        gpu_rank = np.array(gpu_of_tb, np.int64)[own]
+        tgt = []
+        for r_, d_ in zip(gpu_rank.tolist(), di.tolist()):
+            x = id_to_doc.get((r_, d_))
+            if x is None:
+                return False
+            tgt.append(x)
+        tgt = np.array(tgt, np.int64)
+        ds = tab.deps[sl][dep_rows].astype(np.int64)
+        if ds.min() < 0 or (ds >= lens[tgt]).any():
+            return False
+        if ((tgt == own) & (ds >= pos[dep_rows])).any():
+            return False
+        if (hasdep[starts[tgt] + ds] != 1).any():
+            return False
+    return True

@@ -55,16 +55,47 @@ STEP_COLUMNS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "dep
                 "line")
 
 
+class StepTable:
+    """The steps of a whole file as numpy columns in document order (built by the loader).
+
+    ``type``, ``srcbuf`` and ``dstbuf`` are codes into :data:`TYPES` and :data:`BUFS`; the
+    other columns hold the integers of :data:`STEP_COLUMNS` (``line`` 1-based). A TB loaded
+    from the table holds the row range of its steps (see :meth:`ScheduleTB.table_rows`).
+    """
+
+    TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
+    BUFS = ("i", "o", "s")
+    __slots__ = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps",
+                 "hasdep", "line")
+
+    def __init__(self, **cols):
+        for k in self.__slots__:
+            setattr(self, k, cols[k])
+
+    def __len__(self) -> int:
+        return len(self.s)
+
+    def rows(self, a: int, b: int) -> tuple:
+        """Rows a..b-1 as the 11 lists of :data:`STEP_COLUMNS`."""
+        T, B = self.TYPES, self.BUFS
+        return (self.s[a:b].tolist(), list(map(T.__getitem__, self.type[a:b].tolist())),
+                list(map(B.__getitem__, self.srcbuf[a:b].tolist())), self.srcoff[a:b].tolist(),
+                list(map(B.__getitem__, self.dstbuf[a:b].tolist())), self.dstoff[a:b].tolist(),
+                self.cnt[a:b].tolist(), self.depid[a:b].tolist(), self.deps[a:b].tolist(),
+                self.hasdep[a:b].tolist(), self.line[a:b].tolist())
+
+
 class ScheduleTB:
     """One ``<tb>``: its attributes and its steps.
 
     ``steps`` is a list of :class:`ScheduleStep`. The loader may instead hand over the steps as
-    columns (one sequence per attribute, see :data:`STEP_COLUMNS`), which is what the interpreter
-    and the loader checks read; the ``ScheduleStep`` objects are then built the first time
-    ``steps`` is read, and from then on the list is the truth (it may be edited in place).
+    columns (one sequence per attribute, see :data:`STEP_COLUMNS`) or as a row range of a
+    :class:`StepTable`, which is what the interpreter and the loader checks read; the
+    ``ScheduleStep`` objects are then built the first time ``steps`` is read, and from then on
+    the list is the truth (it may be edited in place).
     """
 
-    __slots__ = ("id", "send", "recv", "chan", "line", "_steps", "_cols")
+    __slots__ = ("id", "send", "recv", "chan", "line", "_steps", "_cols", "_tab")
 
     def __init__(self, id: int, send: int, recv: int, chan: int, steps: list | None = None,
                  line: int = 0, columns: tuple | None = None):
@@ -73,6 +104,7 @@ class ScheduleTB:
         self.recv = recv
         self.chan = chan
         self.line = line
+        self._tab = None
         if columns is not None and steps is None:
             self._steps = None
             self._cols = columns
@@ -83,23 +115,38 @@ class ScheduleTB:
     @property
     def steps(self) -> list[ScheduleStep]:
         if self._steps is None:
-            self._steps = list(map(ScheduleStep, *self._cols))
+            self._steps = list(map(ScheduleStep, *self.columns()))
             self._cols = None
+            self._tab = None
         return self._steps
 
     @steps.setter
     def steps(self, value: list[ScheduleStep]) -> None:
         self._steps = value
         self._cols = None
+        self._tab = None
 
     def set_columns(self, columns: tuple) -> None:
         """Replace the steps by columns (:data:`STEP_COLUMNS`, equal lengths)."""
         self._steps = None
         self._cols = columns
+        self._tab = None
+
+    def set_table_rows(self, table: StepTable, a: int, b: int) -> None:
+        """Replace the steps by rows a..b-1 of ``table``."""
+        self._steps = None
+        self._cols = None
+        self._tab = (table, a, b)
+
+    def table_rows(self):
+        """(table, first row, end row) while the steps are the loader's table rows, else None."""
+        return self._tab
 
     @property
     def nsteps(self) -> int:
         """Number of ``<step>`` elements, without building step objects."""
+        if self._tab is not None:
+            return self._tab[2] - self._tab[1]
         return len(self._steps) if self._steps is not None else len(self._cols[0])
 
     def columns(self) -> tuple:
@@ -108,6 +155,9 @@ class ScheduleTB:
         Built afresh from ``steps`` when the step objects exist (they may have been edited).
         """
         if self._steps is None:
+            if self._cols is None:
+                t, a, b = self._tab
+                self._cols = t.rows(a, b)
             return self._cols
         if not self._steps:
             return ((),) * len(STEP_COLUMNS)
@@ -250,3 +300,23 @@ class Schedule:
     @property
     def nsteps(self) -> int:
         return sum(tb.nsteps for g in self.gpus for tb in g.tbs)
+
+    def step_table(self):
+        """(table, [first row of each TB in document order] + [end]) when every TB's steps are
+        still the loader's table rows, one TB after the other; else None."""
+        table = None
+        bounds = [0]
+        for g in self.gpus:
+            for tb in g.tbs:
+                r = tb._tab
+                if r is None:
+                    return None
+                if table is None:
+                    table = r[0]
+                    bounds[0] = r[1]
+                if r[0] is not table or r[1] != bounds[-1]:
+                    return None
+                bounds.append(r[2])
+        if table is None:
+            return None
+        return table, bounds

@@ -29,8 +29,10 @@ import gc
 import os
 import re
 
+import numpy as np
+
 from ccxml.schedule import (PLAIN_INT, LexicalIssue, MissingAttribute, Schedule, ScheduleGPU,
-                            ScheduleStep, ScheduleTB, strtol0)
+                            ScheduleStep, ScheduleTB, StepTable, strtol0)
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 32
@@ -198,14 +200,171 @@ def _int_column(col: list, get, ints: dict) -> list:
     return list(map(get, col))
 
 
+# ---------------------------------------------------------------------------------------------
+# Whole-file scan of canonical step lines with numpy (see _Reader.fast_steps)
+
+_SCAN_BLOCK = 1 << 22
+_U64 = np.uint64
+
+
+def _word(b: bytes) -> int:
+    """The little-endian integer of up to 8 bytes."""
+    return int.from_bytes(b, "little")
+
+
+def _mask(n):
+    """Masks keeping the low ``n`` bytes of a uint64 (n: int or array of ints 0..8)."""
+    return _MASKS[n]
+
+
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=_U64)
+#: what lies between the closing quote of value k-1 and the opening quote of value k
+_MIDS = [(_word(x), len(x)) for x in (b" type=", b" srcbuf=", b" srcoff=", b" dstbuf=", b" dstoff=",
+                                      b" cnt=", b" depid=", b" deps=", b" hasdep=")]
+_HEAD_WORD = _word(b'<step s=')
+_SPACES = _word(b" " * 8)
+_TYPE_KEYS = {_word(name.encode()): i for i, name in enumerate(StepTable.TYPES)}
+_TYPE_KEY_SORTED = np.array(sorted(_TYPE_KEYS), _U64)
+_TYPE_CODE_SORTED = np.array([_TYPE_KEYS[k] for k in sorted(_TYPE_KEYS)], np.int8)
+_BUF_CODE = np.full(256, -1, np.int8)
+for _i, _b in enumerate(StepTable.BUFS):
+    _BUF_CODE[ord(_b)] = _i
+#: (attribute, value index in the line) of the integer columns
+_INT_VALUES = (("s", 0), ("srcoff", 3), ("dstoff", 5), ("cnt", 6), ("depid", 7), ("deps", 8),
+               ("hasdep", 9))
+_ZEROS = _word(b"0" * 8)
+_F0 = _word(b"\xf0" * 8)
+_SIX = _word(b"\x06" * 8)
+
+
+def _plain_ints(W, o, L):
+    """Values of the decimal strings at ``o`` of length ``L`` (``W[i]``: 8 bytes at offset i)
+    and whether each is a plain number ``-?(0|[1-9][0-9]*)`` of at most 8 digits."""
+    w = W[o]
+    neg = (w & _U64(0xFF)) == 45
+    nd = L - neg
+    ok = (nd >= 1) & (nd <= 8)
+    if neg.any():
+        w = np.where(neg, W[o + neg], w)
+    nd = np.clip(nd, 0, 8)
+    w = w & _MASKS[nd]
+    ok &= ((w & _U64(0xFF)) != 48) | (nd == 1)            # no leading zero
+    # right-align the digits, pad with '0' on the left (the low bytes)
+    sh = ((8 - nd) * 8).astype(_U64)
+    w = (w << sh) | (_U64(_ZEROS) & _MASKS[8 - nd])
+    ok &= ((w & _U64(_F0)) == _U64(_ZEROS)) & (((w + _U64(_SIX)) & _U64(_F0)) == _U64(_ZEROS))
+    v = w - _U64(_ZEROS)
+    v = (v * _U64(10) + (v >> _U64(8))) & _U64(0x00FF00FF00FF00FF)
+    v = (v * _U64(100) + (v >> _U64(16))) & _U64(0x0000FFFF0000FFFF)
+    v = (v * _U64(10000) + (v >> _U64(32))) & _U64(0x00000000FFFFFFFF)
+    v = v.astype(np.int64)
+    return np.where(neg, -v, v), ok
+
+
+def _scan_lines(arr, W, s: int, e: int):
+    """Canonical step lines whose preceding newline is in arr[s:e] and which end at a newline
+    at or before ``e``: (newline positions, columns) of the valid ones, and the positions of
+    all newlines in arr[s:e]."""
+    blk = arr[s:e + 1]
+    nls = np.flatnonzero(blk == 10) + s
+    if len(nls) < 2:
+        return None
+    P, END = nls[:-1], nls[1:]
+    every = P
+    qs = np.flatnonzero(blk == 34) + s
+    qi = np.searchsorted(qs, P)
+    cand = (np.searchsorted(qs, END) - qi) == 20
+    if not cand.any():
+        return P[:0], {}, every
+    P, END, qi = P[cand], END[cand], qi[cand]
+    Q = qs[qi[:, None] + np.arange(20)]
+    q0 = Q[:, 0]
+    ok = W[q0 - 8] == _U64(_HEAD_WORD)
+    ind = q0 - 9 - P
+    ok &= (ind >= 0) & (ind <= 16)
+    ind = np.clip(ind, 0, 16)
+    lo = np.minimum(ind, 8)
+    ok &= (W[P + 1] & _MASKS[lo]) == (_U64(_SPACES) & _MASKS[lo])
+    if (ind > 8).any():
+        hi = ind - lo
+        ok &= (W[P + 9] & _MASKS[hi]) == (_U64(_SPACES) & _MASKS[hi])
+    for k, (word, n) in enumerate(_MIDS, 1):
+        a = Q[:, 2 * k - 1]
+        ok &= (Q[:, 2 * k] - a - 1) == n
+        ok &= (W[a + 1] & _MASKS[n]) == _U64(word)
+    tail = END - Q[:, 19]
+    t = W[Q[:, 19] + 1]
+    ok &= (((tail == 3) & ((t & _MASKS[2]) == _U64(_word(b"/>"))))
+           | ((tail == 4) & ((t & _MASKS[3]) == _U64(_word(b" />")))))
+    o = Q[:, 0::2] + 1
+    L = Q[:, 1::2] - o
+    cols = {}
+    for name, v in _INT_VALUES:
+        val, good = _plain_ints(W, o[:, v], L[:, v])
+        ok &= good
+        cols[name] = val
+    # step type: up to 4 characters, one of StepTable.TYPES
+    Lt = np.clip(L[:, 1], 0, 8)
+    key = W[o[:, 1]] & _MASKS[Lt]
+    i = np.minimum(np.searchsorted(_TYPE_KEY_SORTED, key), len(_TYPE_KEY_SORTED) - 1)
+    ok &= (_TYPE_KEY_SORTED[i] == key) & (Lt >= 1)
+    cols["type"] = _TYPE_CODE_SORTED[i]
+    for name, v in (("srcbuf", 2), ("dstbuf", 4)):
+        code = _BUF_CODE[arr[o[:, v]]]
+        ok &= (L[:, v] == 1) & (code >= 0)
+        cols[name] = code
+    if not ok.all():
+        P = P[ok]
+        cols = {k: c[ok] for k, c in cols.items()}
+    return P, cols, every
+
+
+def _scan_steps(data: bytes):
+    """All canonical step lines of ``data``: (positions of the newline before each, StepTable
+    without line numbers, positions of every newline but the last), or None when there is no
+    such line."""
+    n = len(data)
+    if n < 64:
+        return None
+    arr = np.frombuffer(data, np.uint8)
+    # W[i] is the little-endian word of data[i:i + 8]; the last 7 offsets are cut, and no value
+    # of a step line that ends at a newline can start there
+    W = np.ndarray((n - 7,), dtype="<u8", buffer=data, strides=(1,))
+    parts = []
+    nls = []
+    s = data.find(b"\n")
+    last = data.rfind(b"\n", 0, n - 16)
+    while 0 <= s < last:
+        e = data.find(b"\n", s + _SCAN_BLOCK) if s + _SCAN_BLOCK < last else last
+        if e < 0 or e > last:
+            e = last
+        r = _scan_lines(arr, W, s, e)
+        if r is not None:
+            nls.append(r[2])
+            if len(r[0]):
+                parts.append(r[:2])
+        s = e
+    if not parts:
+        return None
+    NL = np.concatenate(nls)
+    P = np.concatenate([p for p, _ in parts])
+    cols = {}
+    for name in ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"):
+        cols[name] = np.concatenate([c[name] for _, c in parts]).astype(np.int32)
+    for name in ("type", "srcbuf", "dstbuf"):
+        cols[name] = np.concatenate([c[name] for _, c in parts])
+    cols["line"] = np.zeros(len(P), np.int32)
+    return P, StepTable(**cols), NL
+
+
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
 class _Reader:
-    __slots__ = ("text", "path", "sched", "pos", "line", "lpos", "stack", "ints", "seen_algo")
+    __slots__ = ("text", "path", "sched", "pos", "line", "lpos", "stack", "ints", "seen_algo", "scan")
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, scan=None):
         self.text = text
         self.path = path
         self.sched = Schedule(attrs={}, path=path)
@@ -215,6 +374,7 @@ class _Reader:
         self.stack: list = []  # (name, line, payload)
         self.ints = dict(_INT_CACHE)
         self.seen_algo = False
+        self.scan = scan       # _scan_steps of the same bytes, or None
 
     # -- helpers ---------------------------------------------------------------------------
     def at(self, pos: int) -> int:
@@ -503,6 +663,23 @@ class _Reader:
                 vals.append(self.number(raw, INT32, line, f"step {key}"))
         tb.steps.append(ScheduleStep(*vals, line))
 
+    def table_steps(self, tb: ScheduleTB, line: int, a: int, b: int) -> bool:
+        """Hand the TB the scanned rows of its body text[a:b] when every line there is a
+        canonical step line (see :func:`_scan_steps`)."""
+        P, table, NL = self.scan
+        i0 = int(P.searchsorted(a))
+        i1 = int(P.searchsorted(b))
+        n = i1 - i0
+        if n <= 0 or P[i0] != a or int(NL.searchsorted(b)) - int(NL.searchsorted(a)) != n:
+            return False
+        table.line[i0:i1] = np.arange(line + 1, line + 1 + n, dtype=np.int32)
+        tb.set_table_rows(table, i0, i1)
+        self.at(a)
+        self.line += n
+        self.lpos = b
+        self.pos = b
+        return True
+
     def fast_steps(self, g: ScheduleGPU, tb: ScheduleTB, line: int) -> None:
         """Read a canonical TB body in one regex pass; leave anything else to the exact path."""
         text = self.text
@@ -512,6 +689,8 @@ class _Reader:
             return
         b = text.rfind("\n", a, q)
         if b <= a or text[b + 1:q].strip(" "):
+            return
+        if self.scan is not None and self.table_steps(tb, line, a, b):
             return
         n = text.count("\n", a, b)
         # Every match starts at a newline and holds no other one; with n newlines, n '>' and
@@ -589,7 +768,7 @@ def loads(data: str | bytes, path: str = "<string>") -> Schedule:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Reader(text, path).run()
+        return _Reader(text, path, _scan_steps(data)).run()
     finally:
         if enabled:
             gc.enable()

@@ -25,6 +25,7 @@ from ccxml.collectives import Collective, CollectiveError
 from ccxml.findings import Finding
 from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, replay, run
 from ccxml.interpreter.levels import prove
+from ccxml.interpreter.table import lower_table, place_table
 from ccxml.interpreter.postcondition import check as check_postcondition
 from ccxml.interpreter.program import NotExecutable, lower, place
 from ccxml.interpreter.report import Report
@@ -137,16 +138,19 @@ def _verify(source, target, coll, root, inplace, counts) -> Report:
     forms = call_forms(schedule, inplace)
     stats["forms"] = ["in-place" if f else "out-of-place" for f in forms]
     seen: set = {(f.code, f.message, f.gpu, f.tb, f.step) for f in findings}
-    try:
-        prog = lower(schedule)
-    except NotExecutable as e:
-        prog = None
-        findings.append(Finding("not-executable", f"{e}; the interpreter cannot run this file"))
-    stats["instructions"] = prog.ninstr if prog else 0
-    for form in forms if prog is not None else ():
-        label = "in-place" if form else "out-of-place"
+    per_form = _verify_table(schedule, collective, forms, stats)
+    if per_form is None:
+        try:
+            prog = lower(schedule)
+        except NotExecutable as e:
+            prog = None
+            findings.append(Finding("not-executable", f"{e}; the interpreter cannot run this file"))
+        stats["instructions"] = prog.ninstr if prog else 0
+        per_form = [(_label(form), _verify_form(prog, collective, form, stats, _label(form)))
+                    for form in (forms if prog is not None else ())]
+    for label, found in per_form:
         prefix = f"[{label}] " if len(forms) > 1 else ""
-        for f in _verify_form(prog, collective, form, stats, label):
+        for f in found:
             if f.code not in _STATIC and prefix:
                 f = Finding(f.code, prefix + f.message, f.gpu, f.tb, f.step, f.line, f.severity)
             key = (f.code, f.message, f.gpu, f.tb, f.step)
@@ -164,12 +168,41 @@ _STATIC = {"shared-connection", "unmatched-link", "cnt-mismatch", "dep-never-pub
            "bad-dependency", "no-peer", "bad-peer", "dangling-nop", "not-executable"}
 
 
+def _label(form: bool) -> str:
+    return "in-place" if form else "out-of-place"
+
+
+def _verify_table(schedule, collective, forms, stats: dict):
+    """[(label, findings)] per call form from the loader's step table and the level prover,
+    or None when either cannot take the schedule (then the exact path runs)."""
+    prog = lower_table(schedule)
+    if prog is None:
+        return None
+    mine: dict = {}
+    out = []
+    for form in forms:
+        if not place_table(prog, collective, form):
+            return None
+        res = prove(prog)
+        if res is None:
+            return None
+        out.append((_label(form), _form_findings(prog, collective, res, [], mine, _label(form))))
+    stats["instructions"] = prog.ninstr
+    stats.update(mine)
+    return out
+
+
 def _verify_form(prog, collective, form: bool, stats: dict, label: str) -> list[Finding]:
     out = list(prog.findings)
     out.extend(place(prog, collective, form))
     data_res = prove(prog)
     if data_res is None:
         data_res = _exact(prog, out)
+    return _form_findings(prog, collective, data_res, out, stats, label)
+
+
+def _form_findings(prog, collective, data_res, out: list, stats: dict, label: str) -> list[Finding]:
+    """``out`` plus leftover messages and postcondition findings; statistics into ``stats``."""
     s = stats.setdefault("per_form", {}).setdefault(label, {})
     s.update(links=len(prog.links),
              link_calls=prog.cap, max_allowed_count=prog.max_allowed, tracked=prog.ntracked,

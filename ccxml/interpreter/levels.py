@@ -70,7 +70,8 @@ def _graph(prog: Program) -> _Graph | None:
 
 def _build_graph(prog: Program) -> _Graph | None:
     N = prog.ninstr
-    if N == 0 or prog.fused or max(prog.calls) > 1:
+    A = prog.arrays
+    if N == 0 or prog.fused or (A["calls_max"] if A is not None else max(prog.calls)) > 1:
         return None
     for ln in prog.links:
         if len(ln.senders) > 1 or len(ln.receivers) > 1:
@@ -83,7 +84,7 @@ def _build_graph(prog: Program) -> _Graph | None:
     if lens.max() > MAX_LEVEL_FRACTION * N + 64:
         return None
     tb_of = np.repeat(np.arange(ntb, dtype=np.int64), lens)
-    op = np.array(prog.op, dtype=np.int8)
+    op = A["op"] if A is not None else np.array(prog.op, dtype=np.int8)
 
     # ---- messages: the k-th receive on a link gets the k-th send -----------------------------
     nlinks = len(prog.links)
@@ -116,14 +117,20 @@ def _build_graph(prog: Program) -> _Graph | None:
     cap_succ_of = snd[need]
 
     # ---- dependencies -------------------------------------------------------------------------
-    dsrc = dep_sources(prog) if any(d is not None for d in prog.deps) else {}
-    du, dv = [], []
-    for w, srcs in dsrc.items():
-        for x in srcs:
-            if x < 0:
-                return None
-            du.append(x)
-            dv.append(w)
+    if A is not None:
+        du, dv = A["dep_u"].tolist(), A["dep_v"].tolist()
+        dsrc = {}
+        for x, w in zip(du, dv):
+            dsrc[w] = dsrc.get(w, ()) + (x,)
+    else:
+        dsrc = dep_sources(prog) if any(d is not None for d in prog.deps) else {}
+        du, dv = [], []
+        for w, srcs in dsrc.items():
+            for x in srcs:
+                if x < 0:
+                    return None
+                du.append(x)
+                dv.append(w)
 
     # ---- predecessor counts and successors -------------------------------------------------------
     indeg = np.ones(N, np.int64)
@@ -171,9 +178,10 @@ def _build_graph(prog: Program) -> _Graph | None:
         cand = cand[cand >= 0]
         if cand.size == 0:
             break
-        u, c = np.unique(cand, return_counts=True)
-        indeg[u] -= c
-        frontier = u[indeg[u] == 0]
+        np.subtract.at(indeg, cand, 1)
+        frontier = cand[indeg[cand] == 0]
+        if frontier.size > 1:
+            frontier = _unique(frontier)
     if done != N:
         return None                      # a cycle, or a wait nothing provides: not complete
     order = np.concatenate(fronts)
@@ -182,19 +190,31 @@ def _build_graph(prog: Program) -> _Graph | None:
     return _Graph(order, bounds, level, src_of, leftover, dsrc)
 
 
+def _unique(a):
+    """Sorted distinct values of ``a`` (sort-based: numpy's hashing ``unique`` is slower here)."""
+    a = np.sort(a)
+    keep = np.empty(len(a), bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def prove(prog: Program) -> ExecResult | None:
     """Replay the placed call form of ``prog`` by levels; None unless it is clean (see module)."""
     gr = _graph(prog)
     if gr is None:
         return None
-    N = prog.ninstr
-    dk = np.array(prog.dkind, dtype=np.int64)
+    A = prog.arrays
+    if A is not None:
+        dk, cnt, src, dst = A["dkind"], A["cnt"], A["src_loc"], A["dst_loc"]
+    else:
+        dk = np.array(prog.dkind, dtype=np.int64)
+        cnt = np.array(prog.cnt, dtype=np.int64)
+        src = np.array(prog.src_loc, dtype=np.int64)
+        dst = np.array(prog.dst_loc, dtype=np.int64)
     moving = dk != K_NONE
-    cnt = np.array(prog.cnt, dtype=np.int64)
     if (cnt[moving] != 1).any():
         return None
-    src = np.array(prog.src_loc, dtype=np.int64)
-    dst = np.array(prog.dst_loc, dtype=np.int64)
     if ((src < 0) & _IS_READ[dk] & moving).any() or ((dst < 0) & _IS_WRITE[dk] & moving).any():
         return None
     if prog.ntracked and not _races_ruled_out(prog, gr):
@@ -281,7 +301,8 @@ def _replay_levels(prog, gr, dk, src, dst, mem, V) -> bool:
 def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
     """True when every pair of accesses the exact race check compares is ordered (see module)."""
     level = gr.level
-    TR, TBOF = prog.tracked, prog.tb_of
+    TR = prog.tracked
+    TBOF = prog.arrays["tb_of"].tolist() if prog.arrays is not None else prog.tb_of
     acc = []
     for g, lst in TR.items():
         lv = int(level[g])
@@ -309,7 +330,7 @@ def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
             reads[t] = g
     if not pairs:
         return True
-    clock = _local_clocks(prog, gr)
+    clock = _local_clocks(TBOF, gr)
     lv = level.tolist()
     rest = []
     for a, b in sorted(pairs):
@@ -329,14 +350,13 @@ def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
     return True
 
 
-def _local_clocks(prog: Program, gr: _Graph):
+def _local_clocks(TBOF, gr: _Graph):
     """Vector clocks of the order program order and dependencies (no messages) impose.
 
     Returns ``clock(g)``: {tb: latest instruction of that TB ordered before or at g}, own TB
     excluded. Dependencies stay on one GPU, so these clocks are small; they are a subset of
     happens-before, enough for the orderings schedules make with ``depid``/``deps``.
     """
-    TBOF = prog.tb_of
     level = gr.level
     dsrc = gr.dsrc
     waiters = sorted(dsrc, key=lambda w: (int(level[w]), w))

@@ -139,10 +139,12 @@ class Program:
     input_bits: dict = field(default_factory=dict)     # gpu -> first global input chunk number
     gpu_pos: dict = field(default_factory=dict)        # gpu id -> position in the file
     control: dict = field(default_factory=dict)        # cap -> execute.Control (form-independent)
+    #: numpy columns instead of the lists above (ccxml.interpreter.table builds these)
+    arrays: dict | None = None
 
     @property
     def ninstr(self) -> int:
-        return len(self.kind)
+        return len(self.kind) if self.arrays is None else len(self.arrays["kind"])
 
     def where(self, t: int, g: int | None = None) -> dict:
         tb = self.tbs[t]
@@ -455,18 +457,11 @@ def dep_sources(prog: Program) -> dict:
     return out
 
 
-def place(prog: Program, collective: Collective | None, inplace: bool) -> list[Finding]:
-    """Lay out memory for one call form and address every instruction's accesses.
-
-    In-place calls alias input and output as the runtime does for the collective (§7; an unknown
-    collective aliases them at offset 0). Buffer sizes come from the collective (the declared
-    ``i_chunks``/``o_chunks`` otherwise; scratch from ``s_chunks``). Returns ``out-of-bounds``
-    findings; such sides are left unaccessed. Marks instructions that touch a location another TB
-    of the same GPU also touches, with a write on some side, as tracked (race candidates).
-    Re-placing a Program for another form overwrites the previous placement.
-    """
-    findings: list[Finding] = []
-    gpus = prog.schedule.gpus
+def layout_memory(gpus, collective: Collective | None, inplace: bool):
+    """(buffers, layout, input_bits, nloc) of one call form: the physical buffers of every
+    ``<gpu>`` in order, where each letter lands (``layout[gpu][letter] = (buffer, offset)``,
+    plus ``"_sizes"``), the first global input chunk number per gpu, and the number of
+    locations. See :func:`place`."""
     buffers: list[PhysBuffer] = []
     layout: dict[int, dict] = {}
     input_bits: dict[int, int] = {}
@@ -503,6 +498,22 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
     for b in buffers:
         b.loc_base = nloc
         nloc += b.size
+
+    return buffers, layout, input_bits, nloc
+
+
+def place(prog: Program, collective: Collective | None, inplace: bool) -> list[Finding]:
+    """Lay out memory for one call form and address every instruction's accesses.
+
+    In-place calls alias input and output as the runtime does for the collective (§7; an unknown
+    collective aliases them at offset 0). Buffer sizes come from the collective (the declared
+    ``i_chunks``/``o_chunks`` otherwise; scratch from ``s_chunks``). Returns ``out-of-bounds``
+    findings; such sides are left unaccessed. Marks instructions that touch a location another TB
+    of the same GPU also touches, with a write on some side, as tracked (race candidates).
+    Re-placing a Program for another form overwrites the previous placement.
+    """
+    findings: list[Finding] = []
+    buffers, layout, input_bits, nloc = layout_memory(prog.schedule.gpus, collective, inplace)
 
     K, CN, SB, SO, DB, DO = prog.kind, prog.cnt, prog.srcbuf, prog.srcoff, prog.dstbuf, prog.dstoff
     N = len(K)
