@@ -64,3 +64,21 @@ def depth(xml: str) -> list[int]:
     if stuck:
         raise ValueError(f"schedule does not run to completion: {stuck[:3]}")
     return out
+
+
+def flat_steps(alg: str, n: int, half: bool = False) -> int:
+    """hccl-algorithms.md §13's steps of a reduce-scatter or all-gather (``half``) or all-reduce
+    of the flat algorithm ``alg`` among n ranks (RHD, §4.3: ⌊log2 n⌋ plus one fold or unfold
+    step per half when n is not a power of two)."""
+    if n == 1:
+        return 0
+    ns = (n - 1).bit_length()
+    one = {"ring": n - 1, "mesh": 1, "nhr": ns, "nb": ns,
+           "rhd": n.bit_length() - 1 + (n & (n - 1) != 0)}[alg]
+    return one if half else 2 * one
+
+
+def every_block_takes_every_step(alg: str, n: int) -> bool:
+    """Whether every block's chain is as long as the step count: ring and mesh always; NHR/NB on
+    n ≠ 2^k send some contributions straight to their owner and RHD folds only some ranks."""
+    return alg in ("ring", "mesh") or n & (n - 1) == 0

@@ -6,11 +6,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from dataflow_rounds import depth
+from dataflow_rounds import depth, every_block_takes_every_step, flat_steps
 
 from ccxml.algorithm import AlgorithmError, Options
 from ccxml.algorithms import _phases as ph
-from ccxml.algorithms._phases import ns
 from ccxml.algorithms import get
 from ccxml.interpreter import verify
 from ccxml.topology import Topology
@@ -56,22 +55,6 @@ CHOICES = {
 }
 
 
-def _steps(alg: str, n: int, half: bool = False) -> int:
-    """§13's steps of a reduce-scatter (``half``) or all-reduce of ``alg`` among n members
-    (RHD: §4.3, ⌊log2 n⌋ (+1 fold or unfold per half when n is not a power of two))."""
-    if n == 1:
-        return 0
-    one = {"ring": n - 1, "mesh": 1, "nhr": ns(n), "nb": ns(n),
-           "rhd": n.bit_length() - 1 + (n & (n - 1) != 0)}[alg]
-    return one if half else 2 * one
-
-
-def uniform(alg: str, n: int) -> bool:
-    """Every block takes every step (NHR/NB on n ≠ 2^k send some contributions straight to their
-    owner, so those chains are shorter than the step count; RHD folds only some ranks)."""
-    return alg in ("ring", "mesh") or n & (n - 1) == 0
-
-
 def expected_rounds(name: str, s: int, m: int, intra: str, inter: str) -> tuple[int, bool]:
     """(the reference's step count of the composition, whether every chain takes all of it).
 
@@ -79,15 +62,15 @@ def expected_rounds(name: str, s: int, m: int, intra: str, inter: str) -> tuple[
     AR (2d-mesh), reduce to a leader → AR among leaders → broadcast (2d-ring, hierarchical). A
     pipelined chain of m ranks (ring reduce/broadcast) is m − 1 steps deep: its slots overlap.
     """
-    ar = _steps(inter, s)
-    exact = uniform(inter, s)
+    ar = flat_steps(inter, s)
+    exact = every_block_takes_every_step(inter, s)
     if name == "2d-torus":
-        return 2 * _steps(intra, m, half=True) + ar, exact
+        return 2 * flat_steps(intra, m, half=True) + ar, exact
     if name == "2d-mesh":
-        return _steps(intra, m) + ar, exact
+        return flat_steps(intra, m) + ar, exact
     chain = m - 1
     if name == "2d-ring":
-        return (_steps("ring", m) if intra == "allreduce" else chain) + ar + chain, exact
+        return (flat_steps("ring", m) if intra == "allreduce" else chain) + ar + chain, exact
     one = min(1, chain) if intra == "star" else chain
     return 2 * one + ar, exact
 

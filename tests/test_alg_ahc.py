@@ -5,11 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from dataflow_rounds import depth
+from dataflow_rounds import depth, every_block_takes_every_step, flat_steps
 
 from ccxml.algorithm import AlgorithmError, Options
 from ccxml.algorithms import ahc
-from ccxml.algorithms._phases import ns
 from ccxml.interpreter import verify
 from ccxml.topology import Topology
 from ccxml.wire import PROFILES, Coll
@@ -54,15 +53,6 @@ def test_every_ahc_schedule_verifies(coll, target):
             assert f'topology="{topo.to_attrs()["topology"]}"' in text
 
 
-def _steps(alg: str, n: int, half: bool) -> int:
-    """§13's steps of a reduce-scatter / all-gather (``half``) or all-reduce among n members."""
-    if n == 1:
-        return 0
-    one = {"ring": n - 1, "mesh": 1, "nhr": ns(n), "nb": ns(n),
-           "rhd": n.bit_length() - 1 + (n & (n - 1) != 0)}[alg]
-    return one if half else 2 * one
-
-
 def check_rounds(coll: Coll, groups, intra: str, inter: str | None, text: str) -> None:
     """§9.5 (derived step counts): AR = ns(m) intra RS + the inter all-reduce of the rank's card
     + ns(m) intra AG; RS = intra RS + inter RS; AG = inter AG + intra AG; inter 2(G−1) / G−1
@@ -79,9 +69,9 @@ def check_rounds(coll: Coll, groups, intra: str, inter: str | None, text: str) -
     split = ahc.groups_of(sum(groups), Topology.from_groups(groups))
     inter = inter or ("ring" if len(split) <= 3 else "nhr")
     sizes = {len(g) for g in split}
-    want = _steps(inter, len(split), half) + max(_steps(intra, m, True) for m in sizes) * (1 if half else 2)
+    want = flat_steps(inter, len(split), half) + max(flat_steps(intra, m, True) for m in sizes) * (1 if half else 2)
     measured = depth(text)
-    uniform = all(a in ("ring", "mesh") or n & (n - 1) == 0
+    uniform = all(every_block_takes_every_step(a, n)
                   for a, n in [(inter, len(split))] + [(intra, m) for m in sizes])
     what = f"{coll.value} {groups} {intra}/{inter}: rounds {sorted(set(measured))}, reference {want}"
     if len(sizes) == 1 and uniform:
@@ -122,37 +112,39 @@ def test_bad_shapes_are_clear_errors():
         ahc.allreduce(5, topology=Topology.from_groups([2, 3]), intra="rhd")
 
 
-def test_cli_ahc(tmp_path, capsys):
+def generate(capsys, *args) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``ccxml generate ARGS``."""
     from ccxml.cli import main
-    out = tmp_path / "a.xml"
     try:
-        main(["generate", "ahc", "--ranks", "5", "--groups", "2,3", "--coll", "reducescatter",
-              "-o", str(out), "--verify"])
+        main(["generate", *args])
+        code = 0
     except SystemExit as e:
-        assert e.code in (0, None)
-    assert "PASS" in capsys.readouterr().out
+        code = e.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_ahc(tmp_path, capsys):
+    out = tmp_path / "a.xml"
+    code, stdout, _ = generate(capsys, "ahc", "--ranks", "5", "--groups", "2,3", "--coll", "reducescatter",
+                               "-o", str(out), "--verify")
+    assert code == 0 and "PASS" in stdout
     assert 'topology="2,3"' in out.read_text()
 
 
 def test_cli_inner_choice(tmp_path, capsys):
     """--intra/--inter reach the builder: the file is the one the Python API builds, and it
     verifies; a choice the algorithm does not take is one line naming the choices."""
-    from ccxml.cli import main
     out = tmp_path / "a.xml"
-    try:
-        main(["generate", "ahc", "--groups", "3,3,2", "--intra", "nb", "--inter", "rhd",
-              "-o", str(out), "--verify"])
-    except SystemExit as e:
-        assert e.code in (0, None)
-    assert "PASS" in capsys.readouterr().out
+    code, stdout, _ = generate(capsys, "ahc", "--groups", "3,3,2", "--intra", "nb", "--inter", "rhd",
+                               "-o", str(out), "--verify")
+    assert code == 0 and "PASS" in stdout
     want = ahc.allreduce(8, topology=Topology.from_groups([3, 3, 2]), intra="nb", inter="rhd")
     assert out.read_text() == want.to_xml("exec")
     assert out.read_text() != ahc.allreduce(8, topology=Topology.from_groups([3, 3, 2])).to_xml("exec")
-    with pytest.raises(SystemExit) as e:
-        main(["generate", "ahc", "--groups", "2,3", "--inter", "mesh", "-o", str(tmp_path / "b.xml")])
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["ccxml: ahc: --inter must be one of ring, nhr, nb, rhd; got 'mesh'"]
+    code, _, err = generate(capsys, "ahc", "--groups", "2,3", "--inter", "mesh", "-o", str(tmp_path / "b.xml"))
+    assert code == 2 and not (tmp_path / "b.xml").exists()
+    assert err.strip().splitlines() == ["ccxml: ahc: --inter must be one of ring, nhr, nb, rhd; got 'mesh'"]
 
 
 def test_rccl_limit_error_says_so():
