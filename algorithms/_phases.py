@@ -7,10 +7,17 @@ of the data. This module supplies the pieces:
 * :class:`Space` — where logical *units* of a buffer live, for one of K parallel instances
   (``--channels``). A range of units is a :data:`Data` (a tuple of Chunks, usually one).
 * step tables — which member sends which blocks to which member in each step, for the flat
-  algorithms (ring, NHR, mesh; chains and stars for rooted phases). A table is a list of steps,
-  a step a list of ``(from_pos, to_pos, blocks)``; positions index the member list.
+  algorithms (ring, mesh, NHR, NB, RHD with its fold; chains and stars for rooted phases),
+  following the per-step rules of hccl-algorithms.md §2–§8. A table is a list of steps, a step
+  a list of ``(from_pos, to_pos, blocks)``; positions index the member list.
+* :data:`SCHEMES` — each flat algorithm as a :class:`Scheme` (its reduce-scatter, all-gather and
+  all-reduce tables), and the reference's choices for a level: :data:`INTRA` (inside a server)
+  and :data:`INTER` (between servers), checked by :func:`choose`.
 * executors — :func:`run_reduce` (every transfer reduces into the receiver's copy) and
-  :func:`run_copy` (every transfer stores), which issue the Chunk API calls step by step.
+  :func:`run_copy` (every transfer stores), which issue the Chunk API calls step by step, and
+  the phases built on them: :func:`reduce_scatter_phase`, :func:`all_gather_phase`,
+  :func:`allreduce_phase`.
+* :func:`two_level` — the start every two-level AllReduce builder shares.
 
 Ownership convention of the reduce-scatter tables: member ``pos`` ends with block ``pos``.
 """
