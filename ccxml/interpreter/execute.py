@@ -40,8 +40,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ccxml.findings import Finding
-from ccxml.interpreter.program import (BUFFER_NAMES, IS_RECV, IS_SEND, K_CPY, K_RCS, K_RE, K_RECV,
-                                       K_RRC, K_RRCS, K_RRS, K_SEND, KIND_NAME, Program, dep_sources)
+from ccxml.interpreter.program import (BUFFER_NAMES, K_CPY, K_RCS, K_RE, K_RECV, K_RRC, K_RRCS,
+                                       K_RRS, K_SEND, KIND_NAME, Program, dep_sources)
 
 UNBOUNDED = 1 << 62
 
@@ -221,11 +221,6 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
     in_link = [tb.in_link for tb in tbs]
     pop = ready.pop
     push = ready.append
-    # per instruction: its op when it is a one-call link step without dependencies that
-    # publishes nothing (the common case, run by a short path), else 0
-    FAST = [op if (c == 1 and d is None and p < 0) else 0
-            for op, c, d, p in zip(OP, CALLS, DEPS, PUB)]
-
     while ready:
         t = pop()
         in_ready[t] = False
@@ -235,52 +230,6 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
         lo = out_link[t]
         li = in_link[t]
         while g < end:
-            c = FAST[g]
-            if c and cd < 0:
-                # one-call link step without dependencies that publishes nothing
-                if c & 2:
-                    if lpend[li] <= 0 or not lq[li]:
-                        lrw[li] = t
-                        cd = 0
-                        break
-                    if c & 1 and lpend[lo] >= cap:
-                        lsw[lo] = t
-                        cd = 0
-                        break
-                    src_of[g] = lq[li].popleft()
-                    record(g)
-                    lpend[li] -= 1
-                    w = lsw[li]
-                    if w >= 0:
-                        lsw[li] = -1
-                        if not in_ready[w]:
-                            in_ready[w] = True
-                            push(w)
-                    if c & 1:
-                        lq[lo].append(g)
-                        lpend[lo] += 1
-                        w = lrw[lo]
-                        if w >= 0:
-                            lrw[lo] = -1
-                            if not in_ready[w]:
-                                in_ready[w] = True
-                                push(w)
-                else:
-                    if lpend[lo] >= cap:
-                        lsw[lo] = t
-                        cd = 0
-                        break
-                    record(g)
-                    lq[lo].append(g)
-                    lpend[lo] += 1
-                    w = lrw[lo]
-                    if w >= 0:
-                        lrw[lo] = -1
-                        if not in_ready[w]:
-                            in_ready[w] = True
-                            push(w)
-                g += 1
-                continue
             if cd < 0:
                 dl = DEPS[g]
                 if dl is not None:
@@ -298,47 +247,6 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
             if op == 0:
                 # local step (or a link step with cnt=0: no primitive call, nothing moves)
                 record(g)
-            elif cd == 0 and CALLS[g] == 1:
-                # the common one-call step, same effects in the same order as the loop below
-                if op & 2:
-                    if lpend[li] <= 0 or not lq[li]:
-                        lrw[li] = t
-                        break
-                    if op & 1 and lpend[lo] >= cap:
-                        lsw[lo] = t
-                        break
-                    src_of[g] = lq[li].popleft()
-                    record(g)
-                    lpend[li] -= 1
-                    w = lsw[li]
-                    if w >= 0:
-                        lsw[li] = -1
-                        if not in_ready[w]:
-                            in_ready[w] = True
-                            push(w)
-                    if op & 1:
-                        lq[lo].append(g)
-                        lpend[lo] += 1
-                        w = lrw[lo]
-                        if w >= 0:
-                            lrw[lo] = -1
-                            if not in_ready[w]:
-                                in_ready[w] = True
-                                push(w)
-                else:
-                    if lpend[lo] >= cap:
-                        lsw[lo] = t
-                        break
-                    record(g)
-                    lq[lo].append(g)
-                    lpend[lo] += 1
-                    w = lrw[lo]
-                    if w >= 0:
-                        lrw[lo] = -1
-                        if not in_ready[w]:
-                            in_ready[w] = True
-                            push(w)
-                cd = 1
             else:
                 calls = CALLS[g]
                 while cd < calls:
@@ -440,16 +348,12 @@ def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResul
     return res
 
 
-def replay(prog: Program, ctl: Control) -> ExecResult:
-    """Evaluate the symbolic data of the placed call form along ``ctl.order``."""
-    tbs = prog.tbs
-    rep = _Reporter()
-    V = Values(prog)
-    UNINIT, DUP, FLAGS, RM, SH, LIM = V.UNINIT, V.DUP, V.FLAGS, V.RM, V.SH, V.LIM
-
-    # ---- symbolic memory: inputs hold their own contribution ------------------------------
+def initial_memory(prog: Program, V: Values) -> list:
+    """The symbolic memory of the placed call form before any step: every input chunk holds
+    its own contribution, everything else is None (never written)."""
     mem: list = [None] * prog.nloc
     pos = prog.gpu_pos
+    SH = V.SH
     for r, lay in prog.layout.items():
         k, base = lay["i"]
         b = prog.buffers[k]
@@ -458,6 +362,17 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
             a = b.loc_base + base
             bitr = 1 << pos[r]
             mem[a:a + n_in] = [(j << SH) | bitr for j in range(n_in)]
+    return mem
+
+
+def replay(prog: Program, ctl: Control) -> ExecResult:
+    """Evaluate the symbolic data of the placed call form along ``ctl.order``."""
+    tbs = prog.tbs
+    rep = _Reporter()
+    V = Values(prog)
+    UNINIT, DUP, RM, SH, LIM = V.UNINIT, V.DUP, V.RM, V.SH, V.LIM
+
+    mem = initial_memory(prog, V)
 
     K, DK, CN, SRC, DST = prog.kind, prog.dkind, prog.cnt, prog.src_loc, prog.dst_loc
     src_of = ctl.src_of
@@ -538,13 +453,15 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
                         line=prog.line[g] or None))
         return [UNINIT if v is None else v for v in vals]
 
-    def read_src(g: int, a: int) -> list:
+    def read_src(g: int, a: int, buf: str | None = None) -> list:
+        """The ``cnt`` values at location ``a`` (-1: out of bounds), unwritten ones reported
+        and read as UNINIT; ``buf`` names the buffer in the report (default: srcbuf)."""
         n = CN[g]
         if a < 0:
             return [UNINIT] * n
         vals = mem[a:a + n]
         if None in vals:
-            vals = uninit(g, prog.srcbuf[g], vals)
+            vals = uninit(g, buf or prog.srcbuf[g], vals)
         return vals
 
     def reduce(g: int, a: list, b: list) -> list:
@@ -627,16 +544,8 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
                 msgclk[g] = clk
             clock[t] = clk
         if kd == K_SEND:
-            a = SRC[g]
-            if a >= 0:
-                n = CN[g]
-                v = mem[a:a + n]
-                if None in v:
-                    v = uninit(g, prog.srcbuf[g], v)
-            else:
-                v = [UNINIT] * CN[g]
-            msgv[g] = v
-        elif kd == K_RECV:
+            msgv[g] = read_src(g, SRC[g])
+        elif kd == K_RECV or kd == K_RCS:
             v = msgv.pop(src_of[g])
             d = DST[g]
             if d >= 0:
@@ -645,26 +554,12 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
                     mem[d:d + n] = v
                 else:
                     write(g, v)
-        elif kd == K_RCS:
-            v = msgv.pop(src_of[g])
-            d = DST[g]
-            if d >= 0:
-                n = CN[g]
-                if len(v) == n:
-                    mem[d:d + n] = v
-                else:
-                    write(g, v)
-            msgv[g] = v
+            if kd == K_RCS:
+                msgv[g] = v
         elif kd == K_RRCS or kd == K_RRS or kd == K_RRC:
             got = msgv.pop(src_of[g])
-            a = SRC[g]
             n = CN[g]
-            if a >= 0:
-                mine = mem[a:a + n]
-                if None in mine:
-                    mine = uninit(g, prog.srcbuf[g], mine)
-            else:
-                mine = [UNINIT] * n
+            mine = read_src(g, SRC[g])
             if len(got) != n:
                 m = min(len(got), n)
                 got, mine = got[:m], mine[:m]
@@ -688,14 +583,7 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
         elif kd == K_CPY:
             write(g, read_src(g, SRC[g]))
         elif kd == K_RE:
-            n = CN[g]
-            d = DST[g]
-            if d >= 0:
-                acc = mem[d:d + n]
-                if None in acc:
-                    acc = uninit(g, prog.dstbuf[g], acc)
-            else:
-                acc = [UNINIT] * n
+            acc = read_src(g, DST[g], prog.dstbuf[g])
             a = SRC[g]
             offs = fused.get(g)
             if offs is None:

@@ -35,9 +35,9 @@ from bisect import bisect_right
 
 import numpy as np
 
-from ccxml.interpreter.execute import ExecResult, Values
+from ccxml.interpreter.execute import ExecResult, Values, initial_memory
 from ccxml.interpreter.program import (IS_READ, IS_WRITE, K_CPY, K_NONE, K_RCS, K_RE, K_RECV,
-                                       K_RRC, K_RRCS, K_RRS, K_SEND, Program, dep_sources)
+                                       K_RRC, K_RRS, K_SEND, Program, dep_sources)
 
 #: nodes a race proof may visit, per instruction of the program (then the exact engine runs)
 SEARCH_BUDGET_PER_NODE = 0.5
@@ -221,27 +221,12 @@ def prove(prog: Program) -> ExecResult | None:
         return None
     V = Values(prog)
     mem = np.empty(prog.nloc, dtype=object)
-    mem[:] = _initial_memory(prog, V)
+    mem[:] = initial_memory(prog, V)
     if not _replay_levels(prog, gr, dk, src, dst, mem, V):
         return None
     res = ExecResult(completed=True, cap=prog.cap, memory=mem.tolist(), values=V, flag_bits=(V.UNINIT, V.DUP))
     res.leftover = list(gr.leftover)
     return res
-
-
-def _initial_memory(prog: Program, V: Values) -> list:
-    mem: list = [None] * prog.nloc
-    pos = prog.gpu_pos
-    SH = V.SH
-    for r, lay in prog.layout.items():
-        k, base = lay["i"]
-        b = prog.buffers[k]
-        n_in = min(lay["_sizes"]["i"], b.size - base)
-        if n_in > 0:
-            a = b.loc_base + base
-            bitr = 1 << pos[r]
-            mem[a:a + n_in] = [(j << SH) | bitr for j in range(n_in)]
-    return mem
 
 
 def _replay_levels(prog, gr, dk, src, dst, mem, V) -> bool:

@@ -179,6 +179,24 @@ def link_capacity(schedule: Schedule) -> int:
         return LINK_CALLS[Proto.SIMPLE]
 
 
+def connect(tb: TBProg, t: int, links: list, link_index: dict) -> None:
+    """Attach TB ``t`` to the links of its send and recv peers (created on first use)."""
+    for peer, out in ((tb.send, True), (tb.recv, False)):
+        if peer < 0 or peer == tb.gpu:
+            continue
+        key = (tb.gpu, peer, tb.chan) if out else (peer, tb.gpu, tb.chan)
+        k = link_index.get(key)
+        if k is None:
+            k = link_index[key] = len(links)
+            links.append(Link(*key))
+        if out:
+            tb.out_link = k
+            links[k].senders.append(t)
+        else:
+            tb.in_link = k
+            links[k].receivers.append(t)
+
+
 def lower(schedule: Schedule) -> Program:
     """Lower ``schedule`` to instructions, links and static findings (independent of call form).
 
@@ -362,20 +380,7 @@ def lower(schedule: Schedule) -> Program:
             elif peer >= 0 and (peer not in gpu_set or peer == tb.gpu or (ngpus and peer >= ngpus)):
                 findings.append(Finding("bad-peer", f"{what} peer {peer} is not another GPU of the file",
                                         gpu=tb.gpu, tb=tb.id, line=tb.line or None))
-        for peer, out in ((tb.send, True), (tb.recv, False)):
-            if peer < 0 or peer == tb.gpu:
-                continue
-            key = (tb.gpu, peer, tb.chan) if out else (peer, tb.gpu, tb.chan)
-            k = link_index.get(key)
-            if k is None:
-                k = link_index[key] = len(links)
-                links.append(Link(*key))
-            if out:
-                tb.out_link = k
-                links[k].senders.append(t)
-            else:
-                tb.in_link = k
-                links[k].receivers.append(t)
+        connect(tb, t, links, link_index)
 
     for ln in links:
         for side, lst in (("send", ln.senders), ("recv", ln.receivers)):

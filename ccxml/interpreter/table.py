@@ -22,7 +22,8 @@ import numpy as np
 
 from ccxml.collectives import Collective
 from ccxml.interpreter.program import (IS_READ, IS_WRITE, LINK_OP, RECEIVES, SENDS, Link, Program,
-                                       TBProg, layout_memory, link_capacity, max_allowed_count)
+                                       TBProg, connect, layout_memory, link_capacity,
+                                       max_allowed_count)
 from ccxml.schedule import Schedule, StepTable
 
 _NOP = StepTable.TYPES.index("nop")
@@ -73,22 +74,10 @@ def lower_table(schedule: Schedule) -> Program | None:
             tp = TBProg(g.id, tb.id, tb.send, tb.recv, tb.chan, start=st_l[t],
                         end=st_l[t] + ln_l[t], line=tb.line)
             tbs.append(tp)
-            for peer, out in ((tb.send, True), (tb.recv, False)):
-                if peer < 0:
-                    continue
-                if peer not in gpu_set or peer == g.id or (ngpus and peer >= ngpus):
+            for peer in (tb.send, tb.recv):
+                if peer >= 0 and (peer not in gpu_set or peer == g.id or (ngpus and peer >= ngpus)):
                     return None                    # bad-peer
-                key = (g.id, peer, tb.chan) if out else (peer, g.id, tb.chan)
-                k = link_index.get(key)
-                if k is None:
-                    k = link_index[key] = len(links)
-                    links.append(Link(*key))
-                if out:
-                    tp.out_link = k
-                    links[k].senders.append(t)
-                else:
-                    tp.in_link = k
-                    links[k].receivers.append(t)
+            connect(tp, t, links, link_index)
             t += 1
     for ln in links:
         if len(ln.senders) != 1 or len(ln.receivers) != 1:
