@@ -4,7 +4,8 @@ Both algorithms cut the data into p blocks and run, per phase, ⌈log2 p⌉ step
 sends some blocks to one peer and receives some from another. They differ only in their step
 tables (who sends which logical blocks to whom in each step) and in where logical blocks live
 (NHR's tree map for AllReduce/Broadcast, the identity for NB). A :class:`Rules` gives the tables;
-the builders here turn them into programs:
+the builders here turn them into programs (and :func:`plan` lists their messages, for the cost
+formulas):
 
 * ReduceScatter = the reduce-scatter table; AllGather = the all-gather table;
   AllReduce = both on p blocks; Scatter = the scatter table; Broadcast = scatter + all-gather.
@@ -45,20 +46,60 @@ class Rules:
     slice_map: Callable[[int], list[int]]
 
 
-def transfer(prog: Program, sender: int, receiver: int, blocks, chan: int, src: Where, dst: Where,
-             out: Where | None = None) -> None:
-    """Move ``blocks`` from ``sender`` to ``receiver`` on ``chan``: copy into ``dst``, or, with
-    ``out``, reduce with ``dst`` into ``out``. Blocks whose chunks touch go as one transfer."""
+Run = tuple[tuple, tuple, tuple | None, int]   # (src, dst, out) of the first block, block count
+
+
+def runs(sender: int, receiver: int, blocks, chan: int, src: Where, dst: Where,
+         out: Where | None = None) -> list[list]:
+    """The messages moving ``blocks`` from ``sender`` to ``receiver``: blocks whose source,
+    destination (and reduce output) chunks all touch go as one (HCCL's ``MergeSlices``).
+    Each message is ``[(src, dst, out) of its first block, number of blocks]``."""
     locs = sorted((src(sender, j, chan), dst(receiver, j, chan),
                    out(receiver, j, chan) if out else None) for j in blocks)
-    runs: list[list] = []
+    found: list[list] = []
     for loc in locs:
-        if runs and all(b is None or (a[0] == b[0] and a[1] + runs[-1][1] == b[1])
-                        for a, b in zip(runs[-1][0], loc)):
-            runs[-1][1] += 1
+        if found and all(b is None or (a[0] == b[0] and a[1] + found[-1][1] == b[1])
+                         for a, b in zip(found[-1][0], loc)):
+            found[-1][1] += 1
         else:
-            runs.append([loc, 1])
-    for (s, d, o), n in runs:
+            found.append([loc, 1])
+    return found
+
+
+def _split(messages: list[list], bounds: set[int]) -> list[list]:
+    """``messages`` cut at the cumulative block counts in ``bounds``."""
+    out, at = [], 0
+    for (locs, n) in messages:
+        cuts = sorted(x - at for x in bounds if at < x < at + n)
+        for lo, hi in zip([0, *cuts], [*cuts, n]):
+            out.append([tuple(None if l is None else (l[0], l[1] + lo) for l in locs), hi - lo])
+        at += n
+    return out
+
+
+def step_messages(moves: list[Move], chan: int, src: Where, dst: Where,
+                  out: Where | None = None) -> list[tuple[int, int, list[list]]]:
+    """(sender, receiver, messages) of every move of one step. Where two ranks send to each other
+    in the step, both directions are cut at the same block counts, so that their k-th messages
+    are equal: a thread block that sends and receives on one link alternates message by
+    message, and equal pairs keep the exchange as fast as two independent transfers."""
+    found = {(s, d): runs(s, d, blocks, chan, src, dst, out) for s, d, blocks in moves}
+    for (s, d), mine in found.items():
+        theirs = found.get((d, s))
+        if theirs is not None and s < d:
+            bounds = set()
+            for msgs in (mine, theirs):
+                at = 0
+                for _, n in msgs:
+                    at += n
+                    bounds.add(at)
+            found[(s, d)], found[(d, s)] = _split(mine, bounds), _split(theirs, bounds)
+    return [(s, d, found[(s, d)]) for s, d, _ in moves]
+
+
+def issue(prog: Program, sender: int, receiver: int, messages: list[list], chan: int) -> None:
+    """Issue ``messages`` (from :func:`runs`): copies, or reduces where they name an output."""
+    for (s, d, o), n in messages:
         a = prog.chunk(sender, s[0], s[1], n)
         b = prog.chunk(receiver, d[0], d[1], n)
         if o is None:
@@ -68,55 +109,62 @@ def transfer(prog: Program, sender: int, receiver: int, blocks, chan: int, src: 
 
 
 def reduce_steps(prog: Program, table: Table, k_: int, own: Where, acc: Where,
-                 final: Where) -> None:
+                 final: Where, record: list | None = None) -> None:
     """Run a reduce-scatter table: ``own`` is a rank's initial copy of a block, ``acc`` its
-    running sum, ``final`` where the last step's sums land."""
+    running sum, ``final`` where the last step's sums land. With ``record``, append each step's
+    messages (channel 0) there."""
     summed = [set() for _ in range(prog.ngpus)]    # blocks a rank has already reduced into acc
     cur = lambda r, j, c: acc(r, j, c) if j in summed[r] else own(r, j, c)  # noqa: E731
     for k, moves in enumerate(table):
-        for c in range(k_):
-            for r, to, blocks in moves:
-                transfer(prog, r, to, blocks, c, cur, cur, final if k == len(table) - 1 else acc)
+        out = final if k == len(table) - 1 else acc
+        _run_step(prog, moves, k_, cur, cur, out, record)
         for _, to, blocks in moves:
             summed[to].update(blocks)
-        prog.next_round()
 
 
-def copy_steps(prog: Program, table: Table, k_: int, src: Where, dst: Where) -> None:
-    """Run a copy table (all-gather, scatter): blocks are read with ``src``, stored with ``dst``."""
+def copy_steps(prog: Program, table: Table, k_: int, src: Where, dst: Where,
+               record: list | None = None, chan0: int = 0) -> None:
+    """Run a copy table (all-gather, scatter): blocks are read with ``src``, stored with ``dst``,
+    on channels ``chan0`` … ``chan0 + k_ − 1``."""
     for moves in table:
-        for c in range(k_):
-            for r, to, blocks in moves:
-                transfer(prog, r, to, blocks, c, src, dst)
-        prog.next_round()
+        _run_step(prog, moves, k_, src, dst, None, record, chan0)
+
+
+def _run_step(prog, moves, k_, src, dst, out, record, chan0=0) -> None:
+    for c in range(k_):
+        per_move = step_messages(moves, c, src, dst, out)
+        if record is not None and c == 0:
+            record.append([(s, d, [n for _, n in msgs], out is not None) for s, d, msgs in per_move])
+        for s, d, msgs in per_move:
+            issue(prog, s, d, msgs, chan0 + c)
+    prog.next_round()
 
 
 # ---- the collectives --------------------------------------------------------------------------
 
-def reducescatter(rules: Rules, p: int, options: Options) -> Program:
+def reducescatter(rules: Rules, p: int, options: Options, record: list | None = None) -> Program:
     check_ranks(p)
     k_ = options.channels
     prog = program(rules.name, Coll.REDUCESCATTER, p, p * k_, options)
     reduce_steps(prog, rules.reduce_scatter(p), k_,
                  own=lambda r, j, c: (Buffer.INPUT, j * k_ + c),
                  acc=lambda r, j, c: (Buffer.SCRATCH, j * k_ + c),
-                 final=lambda r, j, c: (Buffer.OUTPUT, c))
+                 final=lambda r, j, c: (Buffer.OUTPUT, c), record=record)
     return prog
 
 
-def allgather(rules: Rules, p: int, options: Options) -> Program:
+def allgather(rules: Rules, p: int, options: Options, record: list | None = None) -> Program:
     check_ranks(p)
     k_ = options.channels
     prog = program(rules.name, Coll.ALLGATHER, p, p * k_, options)
     out = lambda r, j, c: (Buffer.OUTPUT, j * k_ + c)   # noqa: E731
     for r in range(p):
         prog.input(r, 0, k_).copy(prog.output(r, r * k_, k_))
-    copy_steps(prog, rules.all_gather(p), k_,
-               src=lambda r, j, c: (Buffer.INPUT, c) if j == r else out(r, j, c), dst=out)
+    copy_steps(prog, rules.all_gather(p), k_, out, out, record=record)
     return prog
 
 
-def allreduce(rules: Rules, p: int, options: Options) -> Program:
+def allreduce(rules: Rules, p: int, options: Options, record: list | None = None) -> Program:
     check_ranks(p)
     k_ = options.channels
     prog = program(rules.name, Coll.ALLREDUCE, p, p * k_, options)
@@ -124,26 +172,31 @@ def allreduce(rules: Rules, p: int, options: Options) -> Program:
     # channel c works on its own p chunks, so blocks that touch make one transfer
     at = lambda buf: lambda r, j, c: (buf, c * p + phys[j])   # noqa: E731
     reduce_steps(prog, rules.reduce_scatter(p), k_, own=at(Buffer.INPUT), acc=at(Buffer.OUTPUT),
-                 final=at(Buffer.OUTPUT))
-    copy_steps(prog, rules.all_gather(p), k_, src=at(Buffer.OUTPUT), dst=at(Buffer.OUTPUT))
+                 final=at(Buffer.OUTPUT), record=record)
+    copy_steps(prog, rules.all_gather(p), k_, src=at(Buffer.OUTPUT), dst=at(Buffer.OUTPUT),
+               record=record)
     return prog
 
 
-def broadcast(rules: Rules, p: int, root: int, options: Options) -> Program:
+def broadcast(rules: Rules, p: int, root: int, options: Options,
+              record: list | None = None) -> Program:
+    """Scatter on channels 0…K−1, all-gather on K…2K−1: a rank's thread block for a peer then
+    holds one phase's transfers only, so a send of the all-gather is never held behind a receive
+    that pairs with a scatter send (the ordering pass alternates sends and receives per TB)."""
     check_ranks(p)
     check_root(root, p)
     k_ = options.channels
     prog = program(rules.name, Coll.BROADCAST, p, p * k_, options, root=root)
     phys = rules.slice_map(p)
     out = lambda r, j, c: (Buffer.OUTPUT, c * p + phys[j])   # noqa: E731
-    src = lambda r, j, c: (Buffer.INPUT, c * p + phys[j]) if r == root else out(r, j, c)  # noqa: E731
     prog.input(root, 0, p * k_).copy(prog.output(root, 0, p * k_))
-    copy_steps(prog, rules.scatter(p, root), k_, src, out)
-    copy_steps(prog, rules.all_gather(p), k_, src, out)
+    copy_steps(prog, rules.scatter(p, root), k_, out, out, record=record)
+    copy_steps(prog, rules.all_gather(p), k_, out, out, record=record, chan0=k_)
     return prog
 
 
-def scatter(rules: Rules, p: int, root: int, options: Options) -> Program:
+def scatter(rules: Rules, p: int, root: int, options: Options,
+            record: list | None = None) -> Program:
     check_ranks(p)
     check_root(root, p)
     k_ = options.channels
@@ -151,9 +204,28 @@ def scatter(rules: Rules, p: int, root: int, options: Options) -> Program:
     prog.input(root, root * k_, k_).copy(prog.output(root, 0, k_))
 
     def held(r: int, j: int, c: int) -> tuple[Buffer, int]:
-        if r == root:
-            return Buffer.INPUT, j * k_ + c
-        return (Buffer.OUTPUT, c) if j == r else (Buffer.SCRATCH, c * p + j)
+        """The root reads its input; the others keep every block they receive in scratch, in
+        block order, so that blocks that touch there travel together."""
+        return (Buffer.INPUT, j * k_ + c) if r == root else (Buffer.SCRATCH, c * p + j)
 
-    copy_steps(prog, rules.scatter(p, root), k_, held, held)
+    copy_steps(prog, rules.scatter(p, root), k_, held, held, record=record)
+    for r in range(p):
+        if r != root:
+            for c in range(k_):
+                prog.scratch(r, c * p + r).copy(prog.output(r, c))
     return prog
+
+
+def plan(rules: Rules, coll: Coll | str, p: int, root: int = 0) -> list[list[tuple]]:
+    """The messages of ``coll`` on p ranks, one channel, step by step: per step a list of
+    (sender, receiver, [blocks per message], reduces). What the cost formulas of the simulator
+    evaluate (ccxml.simulator.formulas); nothing is compiled."""
+    record: list = []
+    build = {Coll.REDUCESCATTER: reducescatter, Coll.ALLGATHER: allgather,
+             Coll.ALLREDUCE: allreduce}.get(Coll(coll))
+    if build is not None:
+        build(rules, p, Options(), record)
+    else:
+        {Coll.BROADCAST: broadcast, Coll.SCATTER: scatter}[Coll(coll)](rules, p, root, Options(),
+                                                                       record)
+    return record

@@ -198,10 +198,14 @@ class _Data:
             self.loc[d][j] = (db, do + i)
 
 
-def _hd_reduce_scatter(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, int]]) -> None:
-    """HD-RS among the block ranks; ``span(lo, hi)`` = chunk range of block-slices lo…hi−1."""
+def _hd_reduce_scatter(data: _Data, f: _Fold, span: Callable[[int, int], tuple[int, int]],
+                       last_home: Callable[[int, int], Ref] | None = None) -> None:
+    """HD-RS among the block ranks; ``span(lo, hi)`` = chunk range of block-slices lo…hi−1.
+    ``last_home``, if given, is where the last step's sums land (the data's home before)."""
     for s in range(f.m):
         mask = 1 << (f.m - 1 - s)
+        if s == f.m - 1 and last_home is not None:
+            data.home = last_home
         for b in range(f.B):
             if b & mask == 0:                 # b keeps the lower half, its partner the upper
                 peer = b | mask
@@ -259,14 +263,16 @@ def reducescatter(p: int, *, options: Options = Options()) -> Program:
     check_ranks(p)
     f, k = _Fold(p), options.channels
     prog = program("rhd", Coll.REDUCESCATTER, p, p * k, options)
-    data = _Data(prog, k, p, lambda u, c: u * k + c,
-                 lambda r, j: (Buffer.OUTPUT, j - r * k) if j // k == r else (Buffer.SCRATCH, j))
+    # partial sums in scratch, so that a step's blocks stay contiguous; the last step's sum of a
+    # rank's own block goes to its output
+    data = _Data(prog, k, p, lambda u, c: u * k + c, lambda r, j: (Buffer.SCRATCH, j))
     for r in range(p):
         data.hold(r, 0, p, lambda j: (Buffer.INPUT, j))
-    for keep, gone in f.pairs():     # the whole input, kept in scratch: one message per channel
-        data.bulk(gone, keep, True, home=lambda r, j: (Buffer.SCRATCH, j))
+    for keep, gone in f.pairs():     # the whole input: one message per channel
+        data.bulk(gone, keep, True)
     prog.next_round()
-    _hd_reduce_scatter(data, f, _per_rank_span(f))
+    _hd_reduce_scatter(data, f, _per_rank_span(f), last_home=lambda r, j: (
+        (Buffer.OUTPUT, j - r * k) if j // k == r else (Buffer.SCRATCH, j)))
     for keep, gone in f.pairs():
         data.copy(keep, gone, gone, gone + 1)
     prog.next_round()
