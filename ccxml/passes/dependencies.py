@@ -29,24 +29,16 @@ def _tb_order(tb) -> tuple[int, int, int]:
 
 
 def build_gpu_dependencies(gpu: GPU) -> None:
-    pos: dict[Step, int] = {}
-    last: dict[TB, Step] = {}
     for tb in gpu.tbs:
         for i, st in enumerate(tb.steps):
-            pos[st] = i
-        if tb.steps:
-            last[tb] = tb.steps[-1]
+            st._s = i                   # position before any nop (numbering renumbers at the end)
     for tb in gpu.tbs:
         steps = tb.steps
-        if not any(st.dep_list for st in steps):
-            for st in steps:
-                st.dep = None
-            continue
         out: list[Step] = []
-        for i, st in enumerate(steps):
+        for st in steps:
             st.dep = None
             if st.dep_list:
-                targets = _targets(st, i, pos, last)
+                targets = _targets(st)
                 if targets:
                     for target in targets[:-1]:
                         out.append(tb.nop(target))
@@ -58,7 +50,7 @@ def build_gpu_dependencies(gpu: GPU) -> None:
         _cap_reduce_chains(tb)
 
 
-def _targets(st: Step, i: int, pos: dict[Step, int], last: dict[TB, Step]) -> list[Step]:
+def _targets(st: Step) -> list[Step]:
     tb = st.tb
     best: dict[TB, Step] = {}
     for d in st.dep_list:
@@ -70,15 +62,15 @@ def _targets(st: Step, i: int, pos: dict[Step, int], last: dict[TB, Step]) -> li
         origin = dtb.origin
         if origin is tb.origin:
             # same original TB, earlier piece: only the chain link into this piece is needed
-            if i == 0 and dtb.segment == tb.segment - 1 and last.get(dtb) is d:
+            if st._s == 0 and dtb.segment == tb.segment - 1 and dtb.steps[-1] is d:
                 best[origin] = d
             continue
         cur = best.get(origin)
-        if cur is None or (cur.tb.segment, pos[cur]) < (dtb.segment, pos[d]):
+        if cur is None or (cur.tb.segment, cur._s) < (dtb.segment, d._s):
             best[origin] = d
     if len(best) < 2:
         return list(best.values())
-    return sorted(best.values(), key=lambda d: (_tb_order(d.tb), pos[d]))
+    return sorted(best.values(), key=lambda d: (_tb_order(d.tb), d._s))
 
 
 def _cap_reduce_chains(tb) -> None:

@@ -47,14 +47,14 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     if all(len(tb.steps) + sum(nop_cost(st) for st in tb.steps if len(st.dep_list) > 1) <= limit
            for tb in tbs):
         return
-    # dense numbering: step -> gid, where each step sits (TB number, position), and its cost
-    # (itself plus the nops its dependencies will need)
-    gid: dict[Step, int] = {}
+    # dense numbering: a step's gid (kept in ``_s`` while this pass runs; numbered later),
+    # where each step sits (TB number, position), and its cost (itself plus the nops its
+    # dependencies will need)
     where: list[tuple[int, int]] = []
     cost: list[int] = []
     for t, tb in enumerate(tbs):
         for i, st in enumerate(tb.steps):
-            gid[st] = len(where)
+            st._s = len(where)
             where.append((t, i))
             cost.append(1 + nop_cost(st) if len(st.dep_list) > 1 else 1)
     # A segment per event: the receive and the send half of a fused step may end up in two
@@ -62,7 +62,7 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     # rcs steps be cut at all: every link cuts at the same message.
     n = len(where)
     rseg, sseg = [0] * n, [0] * n
-    plans = [_plan(tb, cost, gid) for tb in tbs]
+    plans = [_plan(tb, cost) for tb in tbs]
     saved = [([0] * (len(tb.steps) + 1), [0] * (len(tb.steps) + 1)) for tb in tbs]
     dirty = [0] * len(tbs)                      # first position pushed since the last walk
     last = [len(plan) for plan in plans]        # last position pushed since the last walk
@@ -96,18 +96,18 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
             f"limit is {profile.max_steps_per_tb} per TB, and splitting it needs channel "
             f"{top * width + width - 1} > {profile.max_chan}: use --target legacy "
             f"(256 steps per TB) or fewer --channels")
-    seg = _unfuse_cut_steps(tbs, gid, rseg, sseg)
+    seg = _unfuse_cut_steps(tbs, rseg, sseg)
     for gpu in algo.gpus:
         _rebuild_gpu(gpu, seg, width)
 
 
-def _plan(tb: TB, cost: list[int], gid: dict[Step, int]) -> list[tuple]:
+def _plan(tb: TB, cost: list[int]) -> list[tuple]:
     """Per step: (gid, receives?, sends?, cost, recv partner gid, send partner gid) (-1: none)."""
     plan = []
     for st in tb.steps:
-        rp, sp, t, g = st.recv_from, st.send_to, st.type, gid[st]
+        rp, sp, t, g = st.recv_from, st.send_to, st.type, st._s
         plan.append((g, t.receives or not t.sends, t.sends, cost[g],
-                     gid[rp] if rp is not None else -1, gid[sp] if sp is not None else -1))
+                     rp._s if rp is not None else -1, sp._s if sp is not None else -1))
     return plan
 
 
@@ -161,15 +161,14 @@ _UNFUSED = {RECV_COPY_SEND: RECV,
             RECV_REDUCE_SEND: RECV_REDUCE_COPY}
 
 
-def _unfuse_cut_steps(tbs: list[TB], gid: dict[Step, int], rseg: list[int],
-                      sseg: list[int]) -> dict[Step, int]:
+def _unfuse_cut_steps(tbs: list[TB], rseg: list[int], sseg: list[int]) -> dict[Step, int]:
     """Split fused steps whose halves fell into two pieces; return step -> piece."""
     seg: dict[Step, int] = {}
     moved: dict[Step, Step] = {}
     for tb in tbs:
         out: list[Step] = []
         for st in tb.steps:
-            g = gid[st]
+            g = st._s
             t = st.type
             r = rseg[g] if t.receives or not t.sends else None
             s = sseg[g] if t.sends else None

@@ -56,24 +56,23 @@ def _assign_gpu(gpu: GPU) -> None:
             recv_tb[(chan, peer)] = gpu.add_tb(TB(-1, peer, chan))
 
     # local steps: follow the producer of their source, else the next consumer of their output
-    home: dict[Step, TB] = {}
     local_steps = False
     for st in steps:
         if st.send_peer >= 0:
-            home[st] = send_tb[(st.chan, st.send_peer)]
+            st.tb = send_tb[(st.chan, st.send_peer)]
         elif st.recv_peer >= 0:
-            home[st] = recv_tb[(st.chan, st.recv_peer)]
+            st.tb = recv_tb[(st.chan, st.recv_peer)]
         else:
             local_steps = True
     if local_steps:
-        consumer = _first_consumers(steps, home)
+        consumer = _first_consumers(steps)
         local_tb: dict[int, TB] = {}
         for st in steps:
-            if st in home:
+            if st.tb is not None:
                 continue
             tb = None
             for dep in reversed(st.dep_list):          # the latest producer first
-                tb = home.get(dep)
+                tb = dep.tb
                 if tb is not None:
                     break
             if tb is None:
@@ -84,10 +83,10 @@ def _assign_gpu(gpu: GPU) -> None:
                 tb = local_tb.get(st.chan)
                 if tb is None:
                     tb = local_tb[st.chan] = gpu.add_tb(TB(-1, -1, st.chan))
-            home[st] = tb
+            st.tb = tb
 
     for st in steps:           # TB.add_step, inlined: the peers match by construction
-        tb = home[st]
+        tb = st.tb
         t = st.type
         if t.sends:
             st.send_index = tb.send_count
@@ -95,19 +94,18 @@ def _assign_gpu(gpu: GPU) -> None:
         if t.receives:
             st.recv_index = tb.recv_count
             tb.recv_count += 1
-        st.tb = tb
         tb.steps.append(st)
     gpu.pending = []
 
 
-def _first_consumers(steps: list[Step], home: dict[Step, TB]) -> dict[Step, TB]:
-    """For each local step, the TB of the first communicating step that depends on it."""
+def _first_consumers(steps: list[Step]) -> dict[Step, TB]:
+    """For each local step (no TB yet), the TB of the first communicating step depending on it."""
     out: dict[Step, TB] = {}
     for st in steps:
-        tb = home.get(st)
+        tb = st.tb
         if tb is None:
             continue
         for dep in st.dep_list:
-            if dep not in home and dep not in out:
+            if dep.tb is None and dep not in out:
                 out[dep] = tb
     return out
