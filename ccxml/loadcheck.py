@@ -263,7 +263,8 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, cache) -> None
             continue
         pending = 0
         too_many = False
-        for i, st in enumerate(tb.steps):
+        steps = tb.read_steps()
+        for i, st in enumerate(steps):
             if st.line and ("step", st.line) in miss:
                 for m in miss[("step", st.line)]:
                     add(Finding("missing-attribute", f"{pre}Attribute {m.attr} of node step not "
@@ -313,10 +314,9 @@ def _rank_findings(s, g, p, legacy, ngpus, miss, used_types, add, cache) -> None
                             f"Detected for GPU {r}, threadblock {b}, and step {i}",
                             gpu=r, tb=b, step=i, line=st.line))
             pending = 0
-        if MAX_SUBS >= len(tb.steps) > p.max_steps_per_tb and all(0 <= x.s < max_s
-                                                                  for x in tb.steps):
+        if MAX_SUBS >= len(steps) > p.max_steps_per_tb and all(0 <= x.s < max_s for x in steps):
             # every s is in range but the TB has more steps than its array holds
-            add(Finding("too-many-steps", f"{pre}{len(tb.steps)} steps in threadblock {b} "
+            add(Finding("too-many-steps", f"{pre}{len(steps)} steps in threadblock {b} "
                                           f"(max {max_s})", gpu=r, tb=b, line=tb.line))
     valid = [x for x in seen if 0 <= x < p.max_tbs]
     gap = next((x for x in range(max(valid) + 1) if x not in seen), None) if valid else None
@@ -492,7 +492,7 @@ def _tb_safety(s, p, g, tbs, tb, add, sent, recvd, cache=None) -> None:
             recvd.setdefault((tb.recv, r, tb.chan), []).extend(
                 c.cnt if c.types <= _RECEIVES else compress(c.cnt, map(_RECEIVES.__contains__, c.type)))
         return
-    steps = tb.steps
+    steps = tb.read_steps()
     chain_len = 0
     chain_cnt = None
     prev = None

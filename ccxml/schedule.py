@@ -120,6 +120,13 @@ class ScheduleTB:
             self._tab = None
         return self._steps
 
+    def read_steps(self) -> list[ScheduleStep]:
+        """The steps as objects for reading only: the loader's columns or table rows stay the
+        truth (``steps`` instead makes the objects the truth, which drops the table)."""
+        if self._steps is not None:
+            return self._steps
+        return list(map(ScheduleStep, *self.columns()))
+
     @steps.setter
     def steps(self, value: list[ScheduleStep]) -> None:
         self._steps = value

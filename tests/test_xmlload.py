@@ -272,3 +272,56 @@ def test_oversized_file_is_refused(tmp_path, monkeypatch):
 def test_missing_file_is_a_load_error(tmp_path):
     with pytest.raises(LoadError, match="cannot read"):
         load(tmp_path / "nope.xml")
+
+
+# ---- the numpy step table reads exactly what the exact tokenizer reads ---------------------------
+
+def _exact_model(text: str):
+    """The model the tokenizer builds without the numpy scan (the reference for the table)."""
+    from ccxml.xmlload import _Reader
+    return _Reader(text, "<string>").run()
+
+
+def test_step_table_holds_every_canonical_step_and_matches_the_exact_reader():
+    from ccxml.algorithms import ring
+    text = ring.allreduce(6).to_xml("legacy")
+    s = loads(text)
+    assert s.step_table() is not None
+    ref = _exact_model(text)
+    assert s.gpus == ref.gpus and s.lexical == ref.lexical and s.missing == ref.missing
+    lines = text.splitlines()
+    for g in s.gpus:
+        for tb in g.tbs:
+            for st in tb.read_steps():
+                assert lines[st.line - 1].lstrip().startswith(f'<step s="{st.s}" type="{st.type}"')
+
+
+ODD_STEP_LINES = [
+    ('type="r"', 'tyqe="r"'),            # attribute name typo: not a step attribute
+    ('cnt="1"', 'cnt="01"'),             # leading zero: strtol reads octal
+    ('srcoff="2"', 'srcoff="-0"'),       # plain but unusual
+    ('srcoff="2"', 'srcoff="123456789"'),  # 9 digits
+    ('type="r"', 'type="rx"'),           # unknown step type
+    ('srcbuf="o"', 'srcbuf="x"'),        # unknown buffer
+    ('hasdep="0"/>', 'hasdep="0" />'),   # space before />
+    ('" dstbuf', '"  dstbuf'),           # two spaces between attributes
+    ('hasdep="0"/>', 'hasdep="0"/>\r'),  # CRLF line end
+    ('<step s="1"', '\t<step s="1"'),    # tab in the indentation
+    ('depid="-1"', "depid='-1'"),        # single quotes
+    ('cnt="1"', 'cnt="&#49;"'),          # entity reference stays literal
+]
+
+
+@pytest.mark.parametrize("old,new", ODD_STEP_LINES)
+def test_lines_off_the_canonical_form_read_as_the_exact_reader_reads_them(old, new):
+    lines = BASE.splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if '<step s="1" type="r"' in ln and 'srcoff="2"' in ln)
+    assert old in lines[k]
+    lines[k] = lines[k].replace(old, new, 1)
+    text = "".join(lines)
+    s = loads(text)
+    ref = _exact_model(text)
+    assert s.gpus == ref.gpus
+    assert [(x.line, x.message) for x in s.lexical] == [(x.line, x.message) for x in ref.lexical]
+    assert s.missing == ref.missing
+    assert verdict(s, "exec") == verdict(ref, "exec")

@@ -217,7 +217,7 @@ def _compile_tb(gpu: int, tb) -> _TB:
     out = _TB(gpu, tb)
     pending: list[tuple[int, int]] = []
     counter = 0
-    for index, st in enumerate(tb.steps):
+    for index, st in enumerate(tb.read_steps()):
         if st.type not in _KNOWN:
             raise SimulationError(f"gpu {gpu} tb {tb.id} step {index}: unknown step type {st.type!r}")
         if st.type == _NOP:
