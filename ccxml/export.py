@@ -75,11 +75,11 @@ def scratch_chunks(gpu: GPU) -> int:
     top = 0
     for tb in gpu.tbs:
         for st in tb.steps:
-            if st.type is NOP:
-                continue
-            for side in (st.src, st.dst):
-                if side is not None and side[0] is SCRATCH:
-                    top = max(top, side[1] + st.cnt)
+            src, dst = st.src, st.dst
+            if src is not None and src[0] is SCRATCH and st.type is not NOP:
+                top = max(top, src[1] + st.cnt)
+            if dst is not None and dst[0] is SCRATCH and st.type is not NOP:
+                top = max(top, dst[1] + st.cnt)
     return top
 
 
