@@ -35,7 +35,7 @@ from bisect import bisect_right
 
 import numpy as np
 
-from ccxml.interpreter.execute import ExecResult, Values, initial_memory
+from ccxml.interpreter.execute import ExecResult, Values
 from ccxml.interpreter.program import (IS_READ, IS_WRITE, K_CPY, K_NONE, K_RCS, K_RE, K_RECV,
                                        K_RRC, K_RRS, K_SEND, Program, dep_sources)
 
@@ -200,7 +200,12 @@ def _unique(a):
 
 
 def prove(prog: Program) -> ExecResult | None:
-    """Replay the placed call form of ``prog`` by levels; None unless it is clean (see module)."""
+    """Replay the placed call form of ``prog`` by levels; None unless it is clean (see module).
+
+    The result's ``memory`` is None: the final memory is held as ``index`` (chunk index per
+    location, -1 never written) and ``masks`` (rank mask per location) — the simple form of
+    :class:`~ccxml.interpreter.execute.Values` split in two; :func:`memory_list` joins them.
+    """
     gr = _graph(prog)
     if gr is None:
         return None
@@ -220,20 +225,42 @@ def prove(prog: Program) -> ExecResult | None:
     if prog.ntracked and not _races_ruled_out(prog, gr):
         return None
     V = Values(prog)
-    mem = np.empty(prog.nloc, dtype=object)
-    mem[:] = initial_memory(prog, V)
-    if not _replay_levels(prog, gr, dk, src, dst, mem, V):
+    index = np.full(prog.nloc, -1, np.int64)
+    masks = np.empty(prog.nloc, dtype=object)
+    pos = prog.gpu_pos
+    for r, lay in prog.layout.items():
+        k, base = lay["i"]
+        b = prog.buffers[k]
+        n_in = min(lay["_sizes"]["i"], b.size - base)
+        if n_in > 0:
+            a = b.loc_base + base
+            index[a:a + n_in] = np.arange(n_in)
+            masks[a:a + n_in] = 1 << pos[r]
+    if not _replay_levels(prog, gr, dk, src, dst, index, masks):
         return None
-    res = ExecResult(completed=True, cap=prog.cap, memory=mem.tolist(), values=V, flag_bits=(V.UNINIT, V.DUP))
+    res = ExecResult(completed=True, cap=prog.cap, memory=None, values=V,
+                     flag_bits=(V.UNINIT, V.DUP))
+    res.index, res.masks = index, masks
     res.leftover = list(gr.leftover)
     return res
 
 
-def _replay_levels(prog, gr, dk, src, dst, mem, V) -> bool:
+def memory_list(res: ExecResult) -> list:
+    """The flat symbolic memory of a :func:`prove` result as the exact replay holds it."""
+    SH = res.values.SH
+    mem: list = [None] * len(res.index)
+    written = np.flatnonzero(res.index >= 0)
+    for loc, j, m in zip(written.tolist(), res.index[written].tolist(), res.masks[written].tolist()):
+        mem[loc] = (j << SH) | m
+    return mem
+
+
+def _replay_levels(prog, gr, dk, src, dst, index, masks) -> bool:
     """Data actions level by level, kind by kind; False at the first thing that is not clean.
 
-    ``mem`` (a numpy object array) receives the final memory; message values are kept per
-    sending instruction. All per-node work is numpy indexing and object-array ufuncs.
+    ``index``/``masks`` (numpy arrays over locations) receive the final memory; message
+    values are kept per sending instruction. All per-node work is numpy indexing, and
+    object-array ufuncs for the rank masks.
     """
     order, level = gr.order, gr.level
     key = level[order] * 16 + dk[order]
@@ -247,39 +274,62 @@ def _replay_levels(prog, gr, dk, src, dst, mem, V) -> bool:
     SRC = src[G]
     DST = dst[G]
     FROM = gr.src_of[G]
-    msg = np.empty(prog.ninstr, dtype=object)
-    RM, LIM = V.RM, V.LIM
-    bxor, band, bor = np.bitwise_xor, np.bitwise_and, np.bitwise_or
+    N = prog.ninstr
+    msg_j = np.full(N, -1, np.int64)
+    msg_m = np.empty(N, dtype=object)
+    band, bor = np.bitwise_and, np.bitwise_or
     for a, b, kd in zip(starts, stops, kinds):
         if kd == K_NONE:
             continue
-        if kd == K_SEND:
-            v = mem[SRC[a:b]]
-            if None in v.tolist():
+        if kd == K_SEND or kd == K_CPY:
+            s = SRC[a:b]
+            j = index[s]
+            if j.min() < 0:
                 return False
-            msg[G[a:b]] = v
+            if kd == K_SEND:
+                g = G[a:b]
+                msg_j[g] = j
+                msg_m[g] = masks[s]
+            else:
+                d = DST[a:b]
+                index[d] = j
+                masks[d] = masks[s]
         elif kd == K_RECV or kd == K_RCS:
-            v = msg[FROM[a:b]]
-            mem[DST[a:b]] = v
+            f = FROM[a:b]
+            d = DST[a:b]
+            j = msg_j[f]
+            m = msg_m[f]
+            index[d] = j
+            masks[d] = m
             if kd == K_RCS:
-                msg[G[a:b]] = v
-        elif kd == K_CPY:
-            v = mem[SRC[a:b]]
-            if None in v.tolist():
-                return False
-            mem[DST[a:b]] = v
+                g = G[a:b]
+                msg_j[g] = j
+                msg_m[g] = m
         else:
-            x = mem[DST[a:b]] if kd == K_RE else msg[FROM[a:b]]
-            y = mem[SRC[a:b]]
-            if kd == K_RE and None in x.tolist():
+            s = SRC[a:b]
+            jy = index[s]
+            if kd == K_RE:
+                d = DST[a:b]
+                jx = index[d]
+                mx = masks[d]
+            else:
+                f = FROM[a:b]
+                jx = msg_j[f]
+                mx = msg_m[f]
+            if jy.min() < 0 or jx.min() < 0 or not np.array_equal(jx, jy):
                 return False
-            if None in y.tolist() or bxor(x, y).max() >= LIM or band(band(x, y), RM).any():
-                return False
-            v = bor(x, y)
+            my = masks[s]
+            if band(mx, my).any():
+                return False                   # a contribution reduced twice
+            m = bor(mx, my)
             if kd != K_RRS:
-                mem[DST[a:b]] = v
+                d = DST[a:b]
+                index[d] = jx
+                masks[d] = m
             if kd != K_RRC and kd != K_RE:
-                msg[G[a:b]] = v
+                g = G[a:b]
+                msg_j[g] = jx
+                msg_m[g] = m
     return True
 
 
