@@ -28,6 +28,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+from bisect import bisect_left
 
 import numpy as np
 
@@ -204,6 +205,7 @@ def _int_column(col: list, get, ints: dict) -> list:
 # Whole-file scan of canonical step lines with numpy (see _Reader.fast_steps)
 
 _SCAN_BLOCK = 1 << 22
+_TB_END = re.compile(r" *</tb>")
 _U64 = np.uint64
 
 
@@ -241,6 +243,14 @@ def _plain_ints(W, o, L):
     """Values of the decimal strings at ``o`` of length ``L`` (``W[i]``: 8 bytes at offset i)
     and whether each is a plain number ``-?(0|[1-9][0-9]*)`` of at most 8 digits."""
     w = W[o]
+    if len(o) > 1 and L.min() == L.max() and 1 <= L[0] <= 8:
+        # a column of one string (cnt, hasdep, "-1" dependencies): read it once
+        word = w & _MASKS[L[0]]
+        if (word == word[0]).all():
+            raw = bytes(W[o[:1]].view(np.uint8)[:L[0]]).decode("latin-1")
+            if PLAIN_INT.fullmatch(raw) and len(raw.lstrip("-")) <= 8:
+                return np.full(len(o), int(raw), np.int64), np.ones(len(o), bool)
+            return np.zeros(len(o), np.int64), np.zeros(len(o), bool)
     neg = (w & _U64(0xFF)) == 45
     nd = L - neg
     ok = (nd >= 1) & (nd <= 8)
@@ -263,19 +273,18 @@ def _plain_ints(W, o, L):
 
 def _scan_lines(arr, W, s: int, e: int):
     """Canonical step lines whose preceding newline is in arr[s:e] and which end at a newline
-    at or before ``e``: (newline positions, columns) of the valid ones, and the positions of
-    all newlines in arr[s:e]."""
+    at or before ``e``: (newline positions, columns with ``end``, the ending newline) of the
+    valid ones."""
     blk = arr[s:e + 1]
     nls = np.flatnonzero(blk == 10) + s
     if len(nls) < 2:
         return None
     P, END = nls[:-1], nls[1:]
-    every = P
     qs = np.flatnonzero(blk == 34) + s
     qi = np.searchsorted(qs, P)
     cand = (np.searchsorted(qs, END) - qi) == 20
     if not cand.any():
-        return P[:0], {}, every
+        return None
     P, END, qi = P[cand], END[cand], qi[cand]
     Q = qs[qi[:, None] + np.arange(20)]
     q0 = Q[:, 0]
@@ -313,16 +322,17 @@ def _scan_lines(arr, W, s: int, e: int):
         code = _BUF_CODE[arr[o[:, v]]]
         ok &= (L[:, v] == 1) & (code >= 0)
         cols[name] = code
+    cols["end"] = END
     if not ok.all():
         P = P[ok]
         cols = {k: c[ok] for k, c in cols.items()}
-    return P, cols, every
+    return P, cols
 
 
 def _scan_steps(data: bytes):
     """All canonical step lines of ``data``: (positions of the newline before each, StepTable
-    without line numbers, positions of every newline but the last), or None when there is no
-    such line."""
+    without line numbers, position of the newline ending each, last row of the run of
+    consecutive step lines each row is in), or None when there is no such line."""
     n = len(data)
     if n < 64:
         return None
@@ -331,7 +341,6 @@ def _scan_steps(data: bytes):
     # of a step line that ends at a newline can start there
     W = np.ndarray((n - 7,), dtype="<u8", buffer=data, strides=(1,))
     parts = []
-    nls = []
     s = data.find(b"\n")
     last = data.rfind(b"\n", 0, n - 16)
     while 0 <= s < last:
@@ -339,22 +348,24 @@ def _scan_steps(data: bytes):
         if e < 0 or e > last:
             e = last
         r = _scan_lines(arr, W, s, e)
-        if r is not None:
-            nls.append(r[2])
-            if len(r[0]):
-                parts.append(r[:2])
+        if r is not None and len(r[0]):
+            parts.append(r)
         s = e
     if not parts:
         return None
-    NL = np.concatenate(nls)
     P = np.concatenate([p for p, _ in parts])
+    END = np.concatenate([c["end"] for _, c in parts])
     cols = {}
     for name in ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"):
         cols[name] = np.concatenate([c[name] for _, c in parts]).astype(np.int32)
     for name in ("type", "srcbuf", "dstbuf"):
         cols[name] = np.concatenate([c[name] for _, c in parts])
     cols["line"] = np.zeros(len(P), np.int32)
-    return P, StepTable(**cols), NL
+    # runs of consecutive step lines: the last row of the run each row belongs to
+    brk = np.flatnonzero(P[1:] != END[:-1])
+    last = np.append(brk, len(P) - 1)
+    run_last = np.repeat(last, np.diff(np.concatenate(([-1], last))))
+    return P, StepTable(**cols), END, run_last
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -663,15 +674,19 @@ class _Reader:
                 vals.append(self.number(raw, INT32, line, f"step {key}"))
         tb.steps.append(ScheduleStep(*vals, line))
 
-    def table_steps(self, tb: ScheduleTB, line: int, a: int, b: int) -> bool:
-        """Hand the TB the scanned rows of its body text[a:b] when every line there is a
-        canonical step line (see :func:`_scan_steps`)."""
-        P, table, NL = self.scan
-        i0 = int(P.searchsorted(a))
-        i1 = int(P.searchsorted(b))
-        n = i1 - i0
-        if n <= 0 or P[i0] != a or int(NL.searchsorted(b)) - int(NL.searchsorted(a)) != n:
+    def table_steps(self, tb: ScheduleTB, line: int) -> bool:
+        """Hand the TB the scanned rows of its body when the body, from the tag's end to
+        ``</tb>``, is a run of canonical step lines (see :func:`_scan_steps`)."""
+        P, table, END, run_last = self.scan
+        a = self.pos
+        i0 = bisect_left(P, a)
+        if i0 >= len(P) or P[i0] != a:
             return False
+        i1 = int(run_last[i0]) + 1
+        b = int(END[i1 - 1])
+        if _TB_END.match(self.text, b + 1) is None:
+            return False
+        n = i1 - i0
         table.line[i0:i1] = np.arange(line + 1, line + 1 + n, dtype=np.int32)
         tb.set_table_rows(table, i0, i1)
         self.at(a)
@@ -682,6 +697,8 @@ class _Reader:
 
     def fast_steps(self, g: ScheduleGPU, tb: ScheduleTB, line: int) -> None:
         """Read a canonical TB body in one regex pass; leave anything else to the exact path."""
+        if self.scan is not None and self.table_steps(tb, line):
+            return
         text = self.text
         a = self.pos
         q = text.find("</tb>", a)
@@ -689,8 +706,6 @@ class _Reader:
             return
         b = text.rfind("\n", a, q)
         if b <= a or text[b + 1:q].strip(" "):
-            return
-        if self.scan is not None and self.table_steps(tb, line, a, b):
             return
         n = text.count("\n", a, b)
         # Every match starts at a newline and holds no other one; with n newlines, n '>' and
