@@ -1,6 +1,6 @@
 """Verification speed: steps/s on the largest corpus file and on a ring AllReduce with >= 1M steps.
 
-    python benchmarks/bench_verify.py [--ranks P] [--generate] [--repeat N]
+    python benchmarks/bench_verify.py [--ranks P] [--synthesize] [--repeat N]
 
 Targets (issue 3, issue 7): verify >= 500,000 steps/s on one core, and a 1,000,000-step schedule
 verified in <= 2 s including parsing. For each file it prints the parse time, the verify time
@@ -10,12 +10,13 @@ machine runs) and as wall time. A calibration line times a plain Python loop so 
 a loaded or slow machine can be compared with a typical one.
 
 The ring AllReduce is ccxml's own (``ccxml.algorithms.ring.allreduce(p).to_xml("legacy")``,
-p = 708: 1,005,360 steps, one channel, TBs split at legacy's 256 steps) when ``--generate`` is
-given: the generator needs minutes at that size, so its output is cached in the temp directory.
-Without ``--generate`` (or a cache), the file is synthesised as text: the same ring, one TB per
-GPU (``2p - 1`` steps, beyond legacy's 256-step TB limit, so the loader check reports
-``too-many-steps``; the interpreter still runs every step). The synthesis is byte-identical to
-the generator's output where the generator does not split TBs (checked here for p = 16).
+p = 708: 1,005,360 steps, TBs split at legacy's 256 steps). The generator needs minutes at that
+size, so its output is cached in the temp directory (generated on the first run). With
+``--synthesize`` the file is written as text instead: the same ring, one TB per GPU (``2p - 1``
+steps, beyond legacy's 256-step TB limit, so the loader check reports ``too-many-steps`` and
+takes its step-by-step path; the interpreter still runs every step). The synthesis is
+byte-identical to the generator's output where the generator does not split TBs (checked here
+for p = 16).
 """
 from __future__ import annotations
 
@@ -115,7 +116,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=708, help="ring size (708 gives >= 1M steps)")
     ap.add_argument("--generate", action="store_true",
-                    help="use ccxml's own generator output (minutes the first time, then cached)")
+                    help="(default) ccxml's own generator output, minutes the first time, then cached")
+    ap.add_argument("--synthesize", action="store_true",
+                    help="a one-TB-per-GPU ring written as text instead of the generator's file")
     ap.add_argument("--repeat", type=int, default=1, help="runs per file; the fastest is shown")
     args = ap.parse_args()
     cal = calibration()
@@ -127,7 +130,7 @@ def main() -> None:
     else:
         print(f"corpus not found at {CORPUS}; skipping")
     p = args.ranks
-    if args.generate:
+    if not args.synthesize:
         measure(f"ring AllReduce p={p} (ccxml generator, legacy)", path=generated_ring(p),
                 target="legacy", repeat=args.repeat)
         return

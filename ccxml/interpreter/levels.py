@@ -45,6 +45,9 @@ SEARCH_BUDGET_PER_NODE = 0.5
 #: engine's TB-by-TB loop is the faster one
 MAX_LEVEL_FRACTION = 0.25
 
+#: most dependency waiters one instruction may release for the level computation to take it
+MAX_DEP_FANOUT = 8
+
 _IS_READ = np.array(IS_READ, dtype=bool)
 _IS_WRITE = np.array(IS_WRITE, dtype=bool)
 
@@ -137,21 +140,27 @@ def _build_graph(prog: Program) -> _Graph | None:
     indeg[starts[lens > 0]] = 0
     indeg[rcv] += 1
     np.add.at(indeg, cap_succ_of, 1)
-    nxt = np.arange(1, N + 1, dtype=np.int64)
-    nxt[ends[lens > 0] - 1] = -1
-    smsg = np.full(N, -1, np.int64)
-    smsg[matched] = rcv
-    scap = np.full(N, -1, np.int64)
-    scap[cap_pred] = cap_succ_of
-    has_dep_succ = None
+    # successors per node, one column each: next in the TB, the receive of its message, the send
+    # it makes room for, then its dependency waiters (as many columns as the most any node has)
+    dep_deg = 0
     if du:
         du_a = np.array(du, np.int64)
         dv_a = np.array(dv, np.int64)
         np.add.at(indeg, dv_a, 1)
         o = np.argsort(du_a, kind="stable")
         du_a, dv_a = du_a[o], dv_a[o]
-        has_dep_succ = np.zeros(N, bool)
-        has_dep_succ[du_a] = True
+        first = np.searchsorted(du_a, du_a, "left")
+        rank = np.arange(len(du_a)) - first
+        dep_deg = int(rank.max()) + 1
+        if dep_deg > MAX_DEP_FANOUT:
+            return None
+    succ = np.full((N, 3 + dep_deg), -1, np.int64)
+    succ[:-1, 0] = np.arange(1, N, dtype=np.int64)
+    succ[ends[lens > 0] - 1, 0] = -1
+    succ[matched, 1] = rcv
+    succ[cap_pred, 2] = cap_succ_of
+    if dep_deg:
+        succ[du_a, 3 + rank] = dv_a
 
     level = np.full(N, -1, np.int64)
     frontier = np.flatnonzero(indeg == 0)
@@ -166,37 +175,23 @@ def _build_graph(prog: Program) -> _Graph | None:
         done += frontier.size
         if lv > max_levels:
             return None
-        parts = [nxt[frontier], smsg[frontier], scap[frontier]]
-        if has_dep_succ is not None:
-            f = frontier[has_dep_succ[frontier]]
-            if f.size:
-                lo = np.searchsorted(du_a, f, "left")
-                n = np.searchsorted(du_a, f, "right") - lo
-                first = np.cumsum(n) - n
-                parts.append(dv_a[np.arange(int(n.sum())) + np.repeat(lo - first, n)])
-        cand = np.concatenate(parts)
+        cand = succ[frontier].ravel()
         cand = cand[cand >= 0]
         if cand.size == 0:
             break
         np.subtract.at(indeg, cand, 1)
         frontier = cand[indeg[cand] == 0]
         if frontier.size > 1:
-            frontier = _unique(frontier)
+            frontier.sort()
+            dup = frontier[1:] == frontier[:-1]
+            if dup.any():
+                frontier = frontier[np.concatenate(([True], ~dup))]
     if done != N:
         return None                      # a cycle, or a wait nothing provides: not complete
     order = np.concatenate(fronts)
     bounds = np.cumsum([0] + [f.size for f in fronts])
     leftover = [(int(k), int(n)) for k, n in enumerate((cs - cr).tolist()) if n > 0]
     return _Graph(order, bounds, level, src_of, leftover, dsrc)
-
-
-def _unique(a):
-    """Sorted distinct values of ``a`` (sort-based: numpy's hashing ``unique`` is slower here)."""
-    a = np.sort(a)
-    keep = np.empty(len(a), bool)
-    keep[0] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]
 
 
 def prove(prog: Program) -> ExecResult | None:
@@ -316,7 +311,7 @@ def _replay_levels(prog, gr, dk, src, dst, index, masks) -> bool:
                 f = FROM[a:b]
                 jx = msg_j[f]
                 mx = msg_m[f]
-            if jy.min() < 0 or jx.min() < 0 or not np.array_equal(jx, jy):
+            if jy.min() < 0 or (jx != jy).any():
                 return False
             my = masks[s]
             if band(mx, my).any():
