@@ -332,10 +332,15 @@ def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
     """True when every pair of accesses the exact race check compares is ordered (see module)."""
     level = gr.level
     TR = prog.tracked
-    TBOF = prog.arrays["tb_of"].tolist() if prog.arrays is not None else prog.tb_of
+    tb_of = prog.arrays["tb_of"] if prog.arrays is not None else np.asarray(prog.tb_of)
+    # TB and level of the few instructions looked at here (tracked ones, dependency ends)
+    some = np.array(sorted(set(TR) | set(gr.dsrc) | {x for v in gr.dsrc.values() for x in v}),
+                    np.int64)
+    TBOF = dict(zip(some.tolist(), tb_of[some].tolist()))
+    LV = dict(zip(some.tolist(), level[some].tolist()))
     acc = []
     for g, lst in TR.items():
-        lv = int(level[g])
+        lv = LV[g]
         for l, w in lst:
             acc.append((l, lv, g, w))
     acc.sort()
@@ -360,17 +365,18 @@ def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
             reads[t] = g
     if not pairs:
         return True
-    clock = _local_clocks(TBOF, gr)
-    lv = level.tolist()
+    clock = _local_clocks(TBOF, LV, gr)
     rest = []
     for a, b in sorted(pairs):
-        if lv[b] <= lv[a]:
+        if LV[b] <= LV[a]:
             return False                 # same level: neither can reach the other
         if clock(b).get(TBOF[a], -1) < a:
             rest.append((a, b))
     if not rest:
         return True
     budget = [int(SEARCH_BUDGET_PER_NODE * prog.ninstr) + 10_000]
+    lv = level.tolist()
+    TBOF = tb_of.tolist()
     src_of = gr.src_of.tolist()
     starts = [tb.start for tb in prog.tbs]
     dsrc = gr.dsrc
@@ -380,16 +386,15 @@ def _races_ruled_out(prog: Program, gr: _Graph) -> bool:
     return True
 
 
-def _local_clocks(TBOF, gr: _Graph):
+def _local_clocks(TBOF, LV, gr: _Graph):
     """Vector clocks of the order program order and dependencies (no messages) impose.
 
     Returns ``clock(g)``: {tb: latest instruction of that TB ordered before or at g}, own TB
     excluded. Dependencies stay on one GPU, so these clocks are small; they are a subset of
     happens-before, enough for the orderings schedules make with ``depid``/``deps``.
     """
-    level = gr.level
     dsrc = gr.dsrc
-    waiters = sorted(dsrc, key=lambda w: (int(level[w]), w))
+    waiters = sorted(dsrc, key=lambda w: (LV[w], w))
     at: dict = {}          # tb -> ([g of change points], [clock dicts])
     empty: dict = {}
 
