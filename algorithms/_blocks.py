@@ -229,3 +229,24 @@ def plan(rules: Rules, coll: Coll | str, p: int, root: int = 0) -> list[list[tup
         {Coll.BROADCAST: broadcast, Coll.SCATTER: scatter}[Coll(coll)](rules, p, root, Options(),
                                                                        record)
     return record
+
+
+def collectives(rules: Rules) -> dict[Coll, Callable[..., Program]]:
+    """The builders of an algorithm with these tables, as its ``COLLECTIVES`` (ccxml.algorithms)."""
+    def allreduce_(p: int, *, options: Options = Options()) -> Program:
+        return allreduce(rules, p, options)
+
+    def allgather_(p: int, *, options: Options = Options()) -> Program:
+        return allgather(rules, p, options)
+
+    def reducescatter_(p: int, *, options: Options = Options()) -> Program:
+        return reducescatter(rules, p, options)
+
+    def broadcast_(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+        return broadcast(rules, p, root, options)
+
+    def scatter_(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+        return scatter(rules, p, root, options)
+
+    return {Coll.ALLREDUCE: allreduce_, Coll.ALLGATHER: allgather_,
+            Coll.REDUCESCATTER: reducescatter_, Coll.BROADCAST: broadcast_, Coll.SCATTER: scatter_}

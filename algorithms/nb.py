@@ -28,11 +28,9 @@ AR 2⌈log p⌉α + 2(p−1)/p·nβ + (p−1)/p·nγ; SC ⌈log p⌉α + (p−1)
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options
 from ccxml.algorithms import _blocks
 from ccxml.algorithms._blocks import Rules, Table
 from ccxml.algorithms.nhr import n_blocks, ns
-from ccxml.chunk import Program
 from ccxml.wire import Coll
 
 
@@ -78,35 +76,14 @@ def identity(p: int) -> list[int]:
 RULES = Rules("nb", reduce_scatter_table, all_gather_table, scatter_table, identity)
 
 
-# ---- the collectives ------------------------------------------------------------------------------
+# ---- the collectives (builders shared with NHR: ccxml.algorithms._blocks) ----------------------
 
-def reducescatter(p: int, *, options: Options = Options()) -> Program:
-    return _blocks.reducescatter(RULES, p, options)
-
-
-def allgather(p: int, *, options: Options = Options()) -> Program:
-    return _blocks.allgather(RULES, p, options)
-
-
-def allreduce(p: int, *, options: Options = Options()) -> Program:
-    return _blocks.allreduce(RULES, p, options)
-
-
-def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    return _blocks.broadcast(RULES, p, root, options)
-
-
-def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    return _blocks.scatter(RULES, p, root, options)
-
-
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.BROADCAST: broadcast,
-    Coll.SCATTER: scatter,
-}
+COLLECTIVES = _blocks.collectives(RULES)
+allreduce = COLLECTIVES[Coll.ALLREDUCE]
+allgather = COLLECTIVES[Coll.ALLGATHER]
+reducescatter = COLLECTIVES[Coll.REDUCESCATTER]
+broadcast = COLLECTIVES[Coll.BROADCAST]
+scatter = COLLECTIVES[Coll.SCATTER]
 
 if __name__ == "__main__":
     from ccxml.algorithm import run_script

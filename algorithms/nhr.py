@@ -34,10 +34,8 @@ AR 2⌈log2 p⌉α + 2(p−1)/p·nβ + (p−1)/p·nγ; SC ⌈log2 p⌉α + (p−
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options
 from ccxml.algorithms import _blocks
 from ccxml.algorithms._blocks import Rules, Table
-from ccxml.chunk import Program
 from ccxml.wire import Coll
 
 
@@ -115,35 +113,14 @@ def scatter_table(p: int, root: int) -> Table:
 RULES = Rules("nhr", reduce_scatter_table, all_gather_table, scatter_table, slice_map)
 
 
-# ---- the collectives ------------------------------------------------------------------------------
+# ---- the collectives (builders shared with NB: ccxml.algorithms._blocks) -----------------------
 
-def reducescatter(p: int, *, options: Options = Options()) -> Program:
-    return _blocks.reducescatter(RULES, p, options)
-
-
-def allgather(p: int, *, options: Options = Options()) -> Program:
-    return _blocks.allgather(RULES, p, options)
-
-
-def allreduce(p: int, *, options: Options = Options()) -> Program:
-    return _blocks.allreduce(RULES, p, options)
-
-
-def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    return _blocks.broadcast(RULES, p, root, options)
-
-
-def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    return _blocks.scatter(RULES, p, root, options)
-
-
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.BROADCAST: broadcast,
-    Coll.SCATTER: scatter,
-}
+COLLECTIVES = _blocks.collectives(RULES)
+allreduce = COLLECTIVES[Coll.ALLREDUCE]
+allgather = COLLECTIVES[Coll.ALLGATHER]
+reducescatter = COLLECTIVES[Coll.REDUCESCATTER]
+broadcast = COLLECTIVES[Coll.BROADCAST]
+scatter = COLLECTIVES[Coll.SCATTER]
 
 if __name__ == "__main__":
     from ccxml.algorithm import run_script

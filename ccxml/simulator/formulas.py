@@ -167,6 +167,23 @@ _WHY_GAMMA = (" Each message is reduced as it arrives, so its γ overlaps the ne
               "for large n this is faster than the doc, which charges β+γ for every byte in turn.")
 
 
+def _nonuniform_rows(algorithm: str) -> list[CostFormula]:
+    """NHR's and NB's rows (§7, §8 give both the same formulas), each with ccxml's formula."""
+    doc = {
+        "allreduce": lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g,
+        "reducescatter": lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g),
+        "allgather": lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b,
+        "scatter": lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b,
+        "broadcast": lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b,
+    }
+    why = {"reducescatter": _WHY_SPLIT + _WHY_GAMMA,
+           "allreduce": _WHY_SPLIT + (" For p a power of two the tree map makes every step one range "
+                                      "and the time is the doc's." if algorithm == "nhr" else _WHY_GAMMA)}
+    return [CostFormula(algorithm, algorithm, coll, f, root=0 if coll in ("scatter", "broadcast") else None,
+                        ccxml=planned(algorithm, coll), why=why.get(coll, _WHY_SPLIT))
+            for coll, f in doc.items()]
+
+
 FORMULAS = [
     # ---- Ring (§3) ----------------------------------------------------------------------------
     CostFormula("ring", "ring", "allreduce", lambda p, n, a, b, g: 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
@@ -201,28 +218,9 @@ FORMULAS = [
     # ---- Star (§6): root-side serialisation ignored ---------------------------------------------
     CostFormula("star", "star", "broadcast", lambda p, n, a, b, g: a + n * b, root=0),
     CostFormula("star", "star", "gather", lambda p, n, a, b, g: a + n / p * b, root=0),
-    # ---- NHR (§7) -----------------------------------------------------------------------------
-    CostFormula("nhr", "nhr", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g,
-        ccxml=planned("nhr", "allreduce"), why=_WHY_SPLIT + " For p a power of two the tree map makes every step one range and the time is the doc's."),
-    CostFormula("nhr", "nhr", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g),
-        ccxml=planned("nhr", "reducescatter"), why=_WHY_SPLIT + _WHY_GAMMA),
-    CostFormula("nhr", "nhr", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b,
-        ccxml=planned("nhr", "allgather"), why=_WHY_SPLIT),
-    CostFormula("nhr", "nhr", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0,
-        ccxml=planned("nhr", "scatter"), why=_WHY_SPLIT),
-    CostFormula("nhr", "nhr", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0,
-        ccxml=planned("nhr", "broadcast"), why=_WHY_SPLIT),
-    # ---- NB (§8) ------------------------------------------------------------------------------
-    CostFormula("nb", "nb", "allreduce", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g,
-        ccxml=planned("nb", "allreduce"), why=_WHY_SPLIT + _WHY_GAMMA),
-    CostFormula("nb", "nb", "reducescatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g),
-        ccxml=planned("nb", "reducescatter"), why=_WHY_SPLIT + _WHY_GAMMA),
-    CostFormula("nb", "nb", "allgather", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b,
-        ccxml=planned("nb", "allgather"), why=_WHY_SPLIT),
-    CostFormula("nb", "nb", "scatter", lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b, root=0,
-        ccxml=planned("nb", "scatter"), why=_WHY_SPLIT),
-    CostFormula("nb", "nb", "broadcast", lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b, root=0,
-        ccxml=planned("nb", "broadcast"), why=_WHY_SPLIT),
+    # ---- NHR (§7), NB (§8): the same doc formulas --------------------------------------------
+    *_nonuniform_rows("nhr"),
+    *_nonuniform_rows("nb"),
     # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
     CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
                 hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),
