@@ -12,6 +12,9 @@ formulas):
 * Every block is ``channels`` chunks and channel c carries chunk c of each block, so that many
   copies of the algorithm run side by side. Touching blocks going to the same peer in one step
   travel as one transfer (HCCL's ``MergeSlices``).
+* Scatter receivers keep every block in scratch at its block index (blocks that touch travel
+  together) and copy their own block to the output at the end; AllGather and Broadcast work in
+  the output after the local copy of the rank's own data (§0.2).
 * HCCL runs a rank's steps one after another on one stream; MSCCL runs a rank's thread blocks in
   parallel, so each table step ends with :meth:`ccxml.chunk.Program.next_round`, which makes a
   rank's transfers of step k+1 wait for its transfers of step k (a rank idle in a step goes on,
