@@ -373,9 +373,10 @@ def _line_of(text: str, pos: int) -> int:
 
 
 class _Reader:
-    __slots__ = ("text", "path", "sched", "pos", "line", "lpos", "stack", "ints", "seen_algo", "scan")
+    __slots__ = ("text", "path", "sched", "pos", "line", "lpos", "stack", "ints", "seen_algo", "scan",
+                 "marks", "consumed")
 
-    def __init__(self, text: str, path: str, scan=None):
+    def __init__(self, text: str, path: str, scan=None, marks=None):
         self.text = text
         self.path = path
         self.sched = Schedule(attrs={}, path=path)
@@ -386,6 +387,8 @@ class _Reader:
         self.ints = dict(_INT_CACHE)
         self.seen_algo = False
         self.scan = scan       # _scan_steps of the same bytes, or None
+        self.marks = marks     # _compress: text is the file with TB bodies cut out
+        self.consumed = 0      # cut TB bodies handed to their TB
 
     # -- helpers ---------------------------------------------------------------------------
     def at(self, pos: int) -> int:
@@ -396,7 +399,12 @@ class _Reader:
         return self.line
 
     def error(self, pos: int, what: str) -> LoadError:
-        return LoadError(self.path, _line_of(self.text, pos), what)
+        line = _line_of(self.text, pos)
+        if self.marks:
+            at, lines = self.marks[1], self.marks[2]
+            k = bisect_left(at, pos)
+            line += lines[k - 1] if k else 0
+        return LoadError(self.path, line, what)
 
     def lex(self, line: int, message: str, fatal: bool = True, code: str = "lexical") -> None:
         self.sched.lexical.append(LexicalIssue(line, message, fatal, code))
@@ -679,6 +687,19 @@ class _Reader:
         ``</tb>``, is a run of canonical step lines (see :func:`_scan_steps`)."""
         P, table, END, run_last = self.scan
         a = self.pos
+        if self.marks is not None:
+            cut = self.marks[0].get(a)
+            if cut is None:
+                return False
+            i0, i1 = cut
+            n = i1 - i0
+            table.line[i0:i1] = np.arange(line + 1, line + 1 + n, dtype=np.int32)
+            tb.set_table_rows(table, i0, i1)
+            self.at(a)
+            self.line += n
+            self.lpos = self.pos = a + 1
+            self.consumed += 1
+            return True
         i0 = bisect_left(P, a)
         if i0 >= len(P) or P[i0] != a:
             return False
@@ -761,6 +782,44 @@ class _Reader:
         self.pos = b
 
 
+_TB_END_BYTES = re.compile(rb" *</tb>")
+_NOT_BLANK_BYTES = re.compile(_NOT_BLANK.pattern.encode("latin-1"))
+
+
+def _compress(data: bytes, scan):
+    """The file as text with each TB body that is a run of canonical step lines (from the
+    ``<tb ...>`` tag's end to the newline before ``</tb>``) cut down to one NUL character, plus
+    ({position of the NUL: (first row, end row)}, [NUL positions], [newlines cut before and
+    at each]). NUL cannot occur in an accepted file, so it marks the cuts unambiguously."""
+    P, _table, END, run_last = scan
+    starts = np.flatnonzero(np.concatenate(([True], P[1:] != END[:-1])))
+    parts = []
+    marks: dict = {}
+    at: list = []
+    lines: list = []
+    prev = 0
+    pos = 0
+    cut_lines = 0
+    P_l = P[starts].tolist()
+    last_l = run_last[starts].tolist()
+    for i0, a, last in zip(starts.tolist(), P_l, last_l):
+        i1 = last + 1
+        b = int(END[last])
+        if a < 1 or data[a - 1] != 62 or _TB_END_BYTES.match(data, b + 1) is None:
+            continue
+        parts.append(data[prev:a].decode("latin-1"))
+        pos += a - prev
+        parts.append("\x00")
+        marks[pos] = (i0, i1)
+        cut_lines += i1 - i0
+        at.append(pos)
+        lines.append(cut_lines)
+        pos += 1
+        prev = b
+    parts.append(data[prev:].decode("latin-1"))
+    return "".join(parts), (marks, at, lines)
+
+
 def loads(data: str | bytes, path: str = "<string>") -> Schedule:
     """Parse MSCCL XML from ``data``; see the module docstring for what is guaranteed."""
     if isinstance(data, str):
@@ -775,15 +834,28 @@ def loads(data: str | bytes, path: str = "<string>") -> Schedule:
         bad = _BAD_CHARS.search(text)
         raise LoadError(path, _line_of(text, bad.start()),
                         f"binary data (byte 0x{ord(bad.group()):02x}): not an MSCCL XML file")
-    # latin-1 maps bytes 1:1, so positions are byte offsets and nothing can fail to decode
-    text = data.decode("latin-1")
-    if not _NOT_BLANK.search(text):
+    if not _NOT_BLANK_BYTES.search(data):
         raise LoadError(path, None, "empty file: not an MSCCL XML file")
     # the model has no reference cycles: cyclic GC passes over millions of fresh steps only cost
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Reader(text, path, _scan_steps(data)).run()
+        scan = _scan_steps(data)
+        if scan is not None:
+            # read the file with its canonical TB bodies cut out (they are in the table); if a
+            # cut body is not where a TB reads it, read the whole text instead
+            text, marks = _compress(data, scan)
+            if marks[0]:
+                try:
+                    reader = _Reader(text, path, scan, marks)
+                    sched = reader.run()
+                    if reader.consumed == len(marks[0]):
+                        return sched
+                except LoadError:
+                    pass
+                scan = _scan_steps(data)       # fresh table rows for the second reading
+        # latin-1 maps bytes 1:1, so positions are byte offsets and nothing can fail to decode
+        return _Reader(data.decode("latin-1"), path, scan).run()
     finally:
         if enabled:
             gc.enable()

@@ -325,3 +325,40 @@ def test_lines_off_the_canonical_form_read_as_the_exact_reader_reads_them(old, n
     assert [(x.line, x.message) for x in s.lexical] == [(x.line, x.message) for x in ref.lexical]
     assert s.missing == ref.missing
     assert verdict(s, "exec") == verdict(ref, "exec")
+
+
+def _tb_block(indent="    ") -> str:
+    body = "".join(f'\n{indent}  <step s="{i}" type="s" srcbuf="o" srcoff="{i}" dstbuf="o" dstoff="{i}" '
+                   f'cnt="1" depid="-1" deps="-1" hasdep="0"/>' for i in range(3))
+    return f'{indent}<tb id="7" send="1" recv="2" chan="0">{body}\n{indent}</tb>\n'
+
+
+@pytest.mark.parametrize("where", ["comment", "under-algo", "under-tb"])
+def test_step_bodies_where_no_tb_reads_them_read_as_the_exact_reader_reads_them(where):
+    lines = BASE.splitlines(keepends=True)
+    if where == "comment":
+        extra = "  <!-- an old TB:\n" + _tb_block() + "  -->\n"
+        k = 1
+    elif where == "under-algo":
+        extra = _tb_block("  ")
+        k = 1
+    else:
+        k = next(i for i, ln in enumerate(lines) if "<tb " in ln) + 1
+        extra = _tb_block("      ")
+    text = "".join(lines[:k]) + extra + "".join(lines[k:])
+    s = loads(text)
+    ref = _exact_model(text)
+    assert s.gpus == ref.gpus and s.other_elements == ref.other_elements
+    assert [(x.line, x.message) for x in s.lexical] == [(x.line, x.message) for x in ref.lexical]
+
+
+def test_error_after_many_tb_bodies_names_the_right_line():
+    from ccxml.algorithms import ring
+    text = ring.allreduce(5).to_xml("exec")
+    cut = text.rindex("  </gpu>")
+    bad = text[:cut] + "  </tb>\n"                    # closes <gpu> with </tb>
+    with pytest.raises(LoadError) as got:
+        loads(bad)
+    with pytest.raises(LoadError) as want:
+        _exact_model(bad)
+    assert got.value.line == want.value.line == bad.count("\n")
