@@ -68,6 +68,17 @@ NB_SC7 = [        # the first half of Broadcast p = 7, root 0: the useful-data S
 ]
 
 
+NB_SC5 = [        # stand-alone Scatter, p = 5, root 0
+    "0: >1 1,3 | 1: <0 1,3",
+    "0: >2 2 | 1: >3 3 | 2: <0 2 | 3: <1 3",
+    "0: >4 4 | 4: <0 4",
+]
+
+
+def test_scatter_equals_the_worked_table():
+    assert table(MODULE, Coll.SCATTER, 5, root=0) == parse_table(NB_SC5)
+
+
 @pytest.mark.parametrize("p,rows", [(5, NB_AR5), (4, NB_AR4)], ids=["p5", "p4"])
 def test_allreduce_transfers_equal_the_worked_tables(p, rows):
     assert table(MODULE, Coll.ALLREDUCE, p) == parse_table(rows)

@@ -192,16 +192,15 @@ def check_rounds(module, coll: Coll) -> None:
     assert not bad, "; ".join(bad[:4])
 
 
-def table(module, coll: Coll, p: int, root: int | None = None,
-          block=lambda dst, buf, off: off) -> list[dict[int, set]]:
+def table(module, coll: Coll, p: int, root: int | None = None) -> list[dict[int, set]]:
     """Per round, rank -> set of (direction, peer, sorted blocks) read off the compiled XML.
 
-    ``block(receiver, buffer, offset)`` names the block a chunk of the receiver's buffer holds
-    (one chunk per block); by default its offset."""
+    A block is identified by the chunk offset in the receiver's buffer (one chunk per block;
+    Scatter receivers keep every block in scratch at its index)."""
     _, messages = hccl_rounds(xml_of(module, coll, p, "exec", 1, False, root))
     steps: dict[int, dict[int, dict]] = {}
     for rnd, src, dst, buf, off, cnt, _ in messages:
-        blocks = {block(dst, buf, o) for o in range(off, off + cnt)}
+        blocks = set(range(off, off + cnt))
         for rank, key in ((src, ("to", dst)), (dst, ("from", src))):
             steps.setdefault(rnd, {}).setdefault(rank, {}).setdefault(key, set()).update(blocks)
     return [{r: {(k[0], k[1], tuple(sorted(v))) for k, v in cells.items()}
@@ -307,9 +306,8 @@ NHR_SC5 = [                # stand-alone Scatter, p = 5, root 0 (identity map)
 
 
 def test_scatter_equals_the_worked_table():
-    """Stand-alone Scatter: every step of §7's table (a block a receiver keeps for itself lands
-    in its output, the others in scratch at their block index)."""
-    got = table(MODULE, Coll.SCATTER, 5, root=0, block=lambda dst, buf, off: dst if buf == "o" else off)
+    """Stand-alone Scatter: every step of §7's table."""
+    got = table(MODULE, Coll.SCATTER, 5, root=0)
     assert got == parse_table(NHR_SC5)
 
 
