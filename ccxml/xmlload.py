@@ -311,7 +311,7 @@ def _scan_lines(arr, W, s: int, e: int):
     for name, v in _INT_VALUES:
         val, good = _plain_ints(W, o[:, v], L[:, v])
         ok &= good
-        cols[name] = val
+        cols[name] = val.astype(np.int32)     # plain numbers of at most 8 digits fit
     # step type: up to 4 characters, one of StepTable.TYPES
     Lt = np.clip(L[:, 1], 0, 8)
     key = W[o[:, 1]] & _MASKS[Lt]
@@ -357,7 +357,7 @@ def _scan_steps(data: bytes):
     END = np.concatenate([c["end"] for _, c in parts])
     cols = {}
     for name in ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"):
-        cols[name] = np.concatenate([c[name] for _, c in parts]).astype(np.int32)
+        cols[name] = np.concatenate([c[name] for _, c in parts])
     for name in ("type", "srcbuf", "dstbuf"):
         cols[name] = np.concatenate([c[name] for _, c in parts])
     cols["line"] = np.zeros(len(P), np.int32)
