@@ -13,13 +13,14 @@
 handshake, so a step that waits on another thread block (a ``depid`` or a nop) comes one round
 after what it waits for, a send comes one round after the data it sends arrived, and a receive
 is not before the round its message was sent; the message takes place in the receive's round, on
-both ranks (a sender cannot finish a handshake before the receiver is ready). A fused receive-and-send step (``rcs``, ``rrs``, ``rrcs``) is a
-receive and the send that forwards it, one round later; a receive that waits for it may share the
-send's round (HCCL issues a step's send and receive together), anything else comes one round after
-the send. (tests/schedule_rounds.py counts hops instead, where a
-rank's sends never advance its count; that fits Mesh, but not a root that serves one peer per
-step as NHR/NB Scatter do.) The sweep of every p × profile × channel count is the ``slow`` test;
-the default run covers every p once, rotating profile, channel count and call form.
+both ranks (a sender cannot finish a handshake before the receiver is ready). A fused
+receive-and-send step (``rcs``, ``rrs``, ``rrcs``) is a receive and the send that forwards it,
+one round later; a receive that waits for it may share the send's round (HCCL issues a step's
+send and receive together), anything else comes one round after the send.
+(tests/schedule_rounds.py counts hops instead, where a rank's sends never advance its count; that
+fits Mesh, but not a root that serves one peer per step as NHR/NB Scatter do.) The sweep of every
+p × profile × channel count is the ``slow`` test; the default run covers every p once, rotating
+profile, channel count and call form.
 """
 from __future__ import annotations
 
