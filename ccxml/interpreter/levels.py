@@ -71,6 +71,11 @@ def _graph(prog: Program) -> _Graph | None:
     return g
 
 
+def _small_int(n: int):
+    """The smallest unsigned integer type holding 0..n-1."""
+    return np.uint16 if n <= 1 << 16 else np.uint32 if n <= 1 << 32 else np.uint64
+
+
 def _build_graph(prog: Program) -> _Graph | None:
     N = prog.ninstr
     A = prog.arrays
@@ -86,7 +91,7 @@ def _build_graph(prog: Program) -> _Graph | None:
     lens = ends - starts
     if lens.max() > MAX_LEVEL_FRACTION * N + 64:
         return None
-    tb_of = np.repeat(np.arange(ntb, dtype=np.int64), lens)
+    tb_of = A["tb_of"] if A is not None else np.repeat(np.arange(ntb, dtype=np.int64), lens)
     op = A["op"] if A is not None else np.array(prog.op, dtype=np.int8)
 
     # ---- messages: the k-th receive on a link gets the k-th send -----------------------------
@@ -99,8 +104,9 @@ def _build_graph(prog: Program) -> _Graph | None:
     rlink = in_link[tb_of[rcv]]
     if (slink < 0).any() or (rlink < 0).any():
         return None
-    ps = np.argsort(slink, kind="stable")
-    pr = np.argsort(rlink, kind="stable")
+    small = _small_int(nlinks)           # stable argsort of 16-bit keys is a radix sort
+    ps = np.argsort(slink.astype(small), kind="stable")
+    pr = np.argsort(rlink.astype(small), kind="stable")
     snd, slink = snd[ps], slink[ps]
     rcv, rlink = rcv[pr], rlink[pr]
     cs = np.bincount(slink, minlength=nlinks)
@@ -212,11 +218,12 @@ def prove(prog: Program) -> ExecResult | None:
         cnt = np.array(prog.cnt, dtype=np.int64)
         src = np.array(prog.src_loc, dtype=np.int64)
         dst = np.array(prog.dst_loc, dtype=np.int64)
-    moving = dk != K_NONE
-    if (cnt[moving] != 1).any():
-        return None
-    if ((src < 0) & _IS_READ[dk] & moving).any() or ((dst < 0) & _IS_WRITE[dk] & moving).any():
-        return None
+    if A is None or not A.get("in_bounds"):
+        moving = dk != K_NONE
+        if (cnt[moving] != 1).any():
+            return None
+        if ((src < 0) & _IS_READ[dk] & moving).any() or ((dst < 0) & _IS_WRITE[dk] & moving).any():
+            return None
     if prog.ntracked and not _races_ruled_out(prog, gr):
         return None
     V = Values(prog)
@@ -259,7 +266,7 @@ def _replay_levels(prog, gr, dk, src, dst, index, masks) -> bool:
     """
     order, level = gr.order, gr.level
     key = level[order] * 16 + dk[order]
-    perm = np.argsort(key, kind="stable")
+    perm = np.argsort(key.astype(_small_int(int(key.max()) + 1 if len(key) else 1)), kind="stable")
     G = order[perm]
     keys = key[perm]
     cut = np.flatnonzero(keys[1:] != keys[:-1]) + 1

@@ -204,6 +204,7 @@ def place_table(prog: Program, collective: Collective | None, inplace: bool) -> 
             for g in sorted(acc):
                 tracked[g] = tuple(sorted(acc[g]))
     A["src_loc"], A["dst_loc"], A["dkind"] = src_loc, dst_loc, kind
+    A["in_bounds"] = True          # one chunk per step, every access inside its buffer
     prog.buffers, prog.layout, prog.input_bits = buffers, layout, input_bits
     prog.nloc = nloc
     prog.tracked, prog.bit = tracked, {}
