@@ -223,6 +223,9 @@ _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=_U64)
 #: what lies between the closing quote of value k-1 and the opening quote of value k
 _MIDS = [(_word(x), len(x)) for x in (b" type=", b" srcbuf=", b" srcoff=", b" dstbuf=", b" dstoff=",
                                       b" cnt=", b" depid=", b" deps=", b" hasdep=")]
+_MID_LENS = np.array([n for _, n in _MIDS], np.int64)
+_MID_MASKS = _MASKS[_MID_LENS]
+_MID_WORDS = np.array([w for w, _ in _MIDS], _U64)
 _HEAD_WORD = _word(b'<step s=')
 _SPACES = _word(b" " * 8)
 _TYPE_KEYS = {_word(name.encode()): i for i, name in enumerate(StepTable.TYPES)}
@@ -286,7 +289,8 @@ def _scan_lines(arr, W, s: int, e: int):
     if not cand.any():
         return None
     P, END, qi = P[cand], END[cand], qi[cand]
-    Q = qs[qi[:, None] + np.arange(20)]
+    # row i: the 20 quote positions from qs[qi[i]] on (a sliding window view, gathered once)
+    Q = np.lib.stride_tricks.sliding_window_view(qs, 20)[qi] if len(qs) >= 20 else qs[:0].reshape(0, 20)
     q0 = Q[:, 0]
     ok = W[q0 - 8] == _U64(_HEAD_WORD)
     ind = q0 - 9 - P
@@ -297,10 +301,10 @@ def _scan_lines(arr, W, s: int, e: int):
     if (ind > 8).any():
         hi = ind - lo
         ok &= (W[P + 9] & _MASKS[hi]) == (_U64(_SPACES) & _MASKS[hi])
-    for k, (word, n) in enumerate(_MIDS, 1):
-        a = Q[:, 2 * k - 1]
-        ok &= (Q[:, 2 * k] - a - 1) == n
-        ok &= (W[a + 1] & _MASKS[n]) == _U64(word)
+    # between value k-1 and value k: a fixed ' name=' of a known length
+    a = Q[:, 1:19:2]
+    ok &= ((Q[:, 2:20:2] - a - 1) == _MID_LENS).all(1)
+    ok &= ((W[a + 1] & _MID_MASKS) == _MID_WORDS).all(1)
     tail = END - Q[:, 19]
     t = W[Q[:, 19] + 1]
     ok &= (((tail == 3) & ((t & _MASKS[2]) == _U64(_word(b"/>"))))
