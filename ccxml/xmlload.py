@@ -19,9 +19,13 @@ Guarantees:
   the line and what is wrong: binary data, not MSCCL XML (no ``<algo>``), truncated file,
   DOCTYPE/ENTITY/CDATA, mismatched closing tag, absurd nesting, numbers outside the C ``int``
   (``int64`` for minBytes/maxBytes) range.
-* **Fast.** TB bodies written the canonical way (one ``<step .../>`` per line, attributes in the
-  usual order, plain decimal numbers — what ccxml and MSCCLang write) are read with one regex
-  pass per TB and validated with ``str.count``; anything else falls back to the exact path.
+* **Fast.** Step lines written the canonical way (one ``<step .../>`` per line, attributes in
+  the usual order, plain decimal numbers of at most 8 digits, known step types and buffers —
+  what ccxml and MSCCLang write) are found and checked byte by byte for the whole file at once
+  with numpy (:func:`_scan_steps`, in blocks, so memory stays proportional to the file) into a
+  :class:`~ccxml.schedule.StepTable`; a TB whose body is such a run of lines gets its rows of
+  the table, and the tokenizer reads the file with those bodies cut out. Other TB bodies are
+  read with one regex pass per TB, and anything else by the exact path, line by line.
 """
 from __future__ import annotations
 
