@@ -65,6 +65,26 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     return _schedule_from_text(to_xml(algo, target))
 
 
+def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *,
+                        root: int | None = None, topology=None, target: str = "exec"):
+    """One schedule per size: the algorithm built for a window ending at that size (messages as
+    large as the runtime moves at that size, §6), as ``ccxml tune`` builds them. Sizes that give
+    the same primitive-call size share one schedule."""
+    from ccxml.wire import max_allowed_count
+    top = max(sizes)
+    first = algorithm_schedule(algorithm, coll, ranks, root=root, topology=topology,
+                               target=target, max_bytes=top)
+    built = {max_allowed_count(first.proto, top, first.nchunksperloop): first}
+    out = []
+    for n in sizes:
+        allowed = max_allowed_count(first.proto, n, first.nchunksperloop)
+        if allowed not in built:
+            built[allowed] = algorithm_schedule(algorithm, coll, ranks, root=root,
+                                                topology=topology, target=target, max_bytes=n)
+        out.append(built[allowed])
+    return out
+
+
 def _fail(message: str):
     raise click.ClickException(message)
 
@@ -202,12 +222,15 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
                                    f"--ranks and --coll (e.g. ccxml simulate ring --ranks 8 --coll allreduce)")
         topo = _topology(topology_file, alpha, beta, gamma)
         try:
-            schedule = algorithm_schedule(target, coll, ranks, root=root, topology=topo)
+            schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo)
         except ValueError as e:
             _fail(str(e))
+        schedule = schedules[-1]
         label = f"{target} {coll}"
     try:
-        results = [simulate_schedule(schedule, n, topo) for n in sizes]
+        if is_file:
+            schedules = [schedule] * len(sizes)
+        results = [simulate_schedule(sch, n, topo) for sch, n in zip(schedules, sizes)]
     except (SimulationError, TopologyError) as e:
         _fail(f"{label}: {e}")
     warnings = []
@@ -267,7 +290,8 @@ def _print_table(label, schedule, topo, results, warnings) -> None:
 # ---- ccxml select -----------------------------------------------------------------------------
 
 def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None):
-    """Simulate every available algorithm supporting ``coll``.
+    """Simulate every available algorithm supporting ``coll``, each built for a window ending
+    at ``nbytes`` (its messages as large as the runtime moves at that size).
 
     Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
     unavailable = [(name, reason)] for algorithms that cannot build this shape.
@@ -280,7 +304,8 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
         if c not in module.COLLECTIVES:
             continue
         try:
-            sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology)
+            sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
+                                       max_bytes=int(nbytes))
             ranked.append((name, simulate_schedule(sched, nbytes, topology)))
         except (ValueError, SimulationError) as e:
             skipped.append((name, str(e).splitlines()[0] if str(e) else type(e).__name__))

@@ -234,3 +234,24 @@ def test_hccl_rule_of_thumb(coll, p, n, groups, first):
     advice = hccl_rule(coll, p, n, topo)
     assert advice.algorithms[0] == first
     assert advice.reason
+
+
+def test_an_algorithm_is_simulated_as_built_for_each_size(capsys):
+    """simulate ALGO builds the schedule a runtime would pick at each size (messages as large as
+    a call moves there, like tune's windows), not the unbounded one that sends every chunk as a
+    message of its own and pays one α per chunk."""
+    from ccxml.commands_simulate import algorithm_schedule
+    from ccxml.simulator import simulate_schedule
+    topo = Topology.flat(1e-6, 1e-10, 0.0)
+    sizes = [4096, 1 << 20]
+    code, out, err = run(capsys, "simulate", "nhr", "--ranks", "6", "--coll", "allreduce", "--json",
+                         "-b", "4K", "-e", "1M", "-f", "256", "--alpha", "1e-6", "--beta", "1e-10",
+                         "--gamma", "0")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [r["bytes"] for r in rows] == sizes
+    for row, n in zip(rows, sizes):
+        windowed = simulate_schedule(algorithm_schedule("nhr", "allreduce", 6, max_bytes=n), n, topo)
+        unbounded = simulate_schedule(algorithm_schedule("nhr", "allreduce", 6), n, topo)
+        assert row["time_s"] == pytest.approx(windowed.time_s, rel=1e-12)
+        assert windowed.time_s < unbounded.time_s          # fewer, larger messages: fewer α
