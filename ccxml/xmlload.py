@@ -209,6 +209,7 @@ def _int_column(col: list, get, ints: dict) -> list:
 # Whole-file scan of canonical step lines with numpy (see _Reader.fast_steps)
 
 _SCAN_BLOCK = 1 << 22
+_SCAN_MAX_LINE = 1 << 16
 _TB_END = re.compile(r" *</tb>")
 _U64 = np.uint64
 
@@ -352,9 +353,14 @@ def _scan_steps(data: bytes):
     s = data.find(b"\n")
     last = data.rfind(b"\n", 0, n - 16)
     while 0 <= s < last:
-        e = data.find(b"\n", s + _SCAN_BLOCK) if s + _SCAN_BLOCK < last else last
-        if e < 0 or e > last:
+        if s + _SCAN_BLOCK >= last:
             e = last
+        else:
+            # end the block at a newline; inside a line longer than _SCAN_MAX_LINE (no step line)
+            # cut anyway, so that a block, and the memory it takes, stays bounded
+            e = data.find(b"\n", s + _SCAN_BLOCK, s + _SCAN_BLOCK + _SCAN_MAX_LINE)
+            if e < 0:
+                e = s + _SCAN_BLOCK
         r = _scan_lines(arr, W, s, e)
         if r is not None and len(r[0]):
             parts.append(r)

@@ -362,3 +362,19 @@ def test_error_after_many_tb_bodies_names_the_right_line():
     with pytest.raises(LoadError) as want:
         _exact_model(bad)
     assert got.value.line == want.value.line == bad.count("\n")
+
+
+def test_a_giant_line_of_quotes_is_read_in_bounded_blocks():
+    """The step scan works in blocks of a few MB even when a line never ends: a 24 MB line of
+    quotes (in a comment) must not cost 8 bytes per quote at once."""
+    import resource
+    head = BASE.split("\n", 1)
+    junk = "  <!-- " + '"' * (24 << 20) + " -->"
+    text = head[0] + "\n" + junk + "\n" + head[1]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    s = loads(text)
+    assert time.perf_counter() - t0 < 20
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 150      # one block of quote positions is 32 MB; the whole line 192 MB
+    assert s.gpus == _exact_model(text).gpus and s.nsteps == 12
