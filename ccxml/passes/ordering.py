@@ -11,10 +11,11 @@ smallest seed key is placed next and appended to its TB:
   a local step: (0, 3), i.e. as soon as it is ready.
 
 In a TB with both peers, send k+1 is held back until receive k is placed, when that is possible
-at all: between two ranks exchanging several messages this alternates
-send k / receive k on both sides, so neither waits for a message the other was not yet allowed
-to send, even when a link buffers only two calls. A receive lands right before the send that
-forwards it, ready for fusion.
+at all: between two ranks exchanging several messages this alternates send k / receive k on both
+sides, so neither waits for a message the other was not yet allowed to send, even when a link
+buffers only two calls. When nothing else can move, the held send first in priority order is let
+go — one at a time, so that alternation holds everywhere else. A receive lands right before the
+send that forwards it, ready for fusion.
 
 Guarantees:
 
@@ -122,12 +123,15 @@ def _schedule(tbs: list[TB]) -> None:
     heappush, heappop = heapq.heappush, heapq.heappop
     count = 0
     while heap or held:
-        if not heap:                    # alternation impossible here: let the held sends go
-            for entries in held.values():
-                for entry in entries:
-                    forced[entry % n] = 1
-                    heappush(heap, entry)
-            held.clear()
+        if not heap:                    # alternation impossible here: let one held send go,
+            t = min(held, key=lambda t: min(held[t]))   # the first in priority order
+            entries = held[t]
+            entry = min(entries)
+            entries.remove(entry)
+            if not entries:
+                del held[t]
+            forced[entry % n] = 1
+            heappush(heap, entry)
         entry = heappop(heap)
         i = entry % n
         t = tb_of[i]
