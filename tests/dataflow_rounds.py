@@ -21,14 +21,15 @@ _REDUCES = {"rrc", "rrs", "rrcs", "re"}
 _WRITES = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
 
 
-def depth(xml: str) -> list[int]:
-    """Per rank, the deepest message it sends or receives (0 if it never communicates)."""
-    sched = xmlload.loads(xml)
+def replay(sched, visit) -> None:
+    """Run a loaded schedule in thread-block order: a step waits for its ``depid``/``deps`` and,
+    if it receives, for a message on its connection (one FIFO per sender, receiver, channel).
+    ``visit(g, key, tb, st, msg)`` is called for each step as it runs — ``key`` is (gpu, tb id),
+    ``msg`` the payload it receives (None if it does not) — and returns the payload of the
+    message the step sends, if it sends. Raises ValueError if the schedule does not complete."""
     tbs = {(g.id, tb.id): tb for g in sched.gpus for tb in g.tbs}
     pc = dict.fromkeys(tbs, 0)
-    held: dict[tuple[int, str, int], int] = {}        # (gpu, buffer, index) -> depth of its value
-    fifo: dict[tuple[int, int, int], list[list[int]]] = {}
-    out = [0] * len(sched.gpus)
+    fifo: dict[tuple[int, int, int], list] = {}
     progress = True
     while progress:
         progress = False
@@ -43,26 +44,40 @@ def depth(xml: str) -> list[int]:
                     break
                 pc[key] += 1
                 progress = True
-                src = [held.get((g, st.srcbuf, st.srcoff + i), 0) for i in range(st.cnt)]
-                if st.type in _RECV:
-                    msg = fifo[link].pop(0)
-                    out[g] = max(out[g], max(msg, default=0))
-                    # rrc/rrs/rrcs reduce the message with the local src (msccl-runtime.md §4)
-                    vals = [max(m, v) for m, v in zip(msg, src)] if st.type in _REDUCES else msg
-                elif st.type == "re":
-                    vals = [max(v, held.get((g, st.dstbuf, st.dstoff + i), 0)) for i, v in enumerate(src)]
-                else:
-                    vals = src
+                sent = visit(g, key, tb, st, fifo[link].pop(0) if st.type in _RECV else None)
                 if st.type in _SEND:
-                    sent = [v + 1 for v in vals]
                     fifo.setdefault((g, tb.send, tb.chan), []).append(sent)
-                    out[g] = max(out[g], max(sent, default=0))
-                if st.type in _WRITES:
-                    for i, v in enumerate(vals):
-                        held[(g, st.dstbuf, st.dstoff + i)] = v
     stuck = [k for k, tb in tbs.items() if pc[k] < len(tb.steps)]
     if stuck:
         raise ValueError(f"schedule does not run to completion: {stuck[:3]}")
+
+
+def depth(xml: str) -> list[int]:
+    """Per rank, the deepest message it sends or receives (0 if it never communicates)."""
+    held: dict[tuple[int, str, int], int] = {}        # (gpu, buffer, index) -> depth of its value
+    sched = xmlload.loads(xml)
+    out = [0] * len(sched.gpus)
+
+    def visit(g, key, tb, st, msg):
+        src = [held.get((g, st.srcbuf, st.srcoff + i), 0) for i in range(st.cnt)]
+        if msg is not None:
+            out[g] = max(out[g], max(msg, default=0))
+            # rrc/rrs/rrcs reduce the message with the local src (msccl-runtime.md §4)
+            vals = [max(m, v) for m, v in zip(msg, src)] if st.type in _REDUCES else msg
+        elif st.type == "re":
+            vals = [max(v, held.get((g, st.dstbuf, st.dstoff + i), 0)) for i, v in enumerate(src)]
+        else:
+            vals = src
+        sent = None
+        if st.type in _SEND:
+            sent = [v + 1 for v in vals]
+            out[g] = max(out[g], max(sent, default=0))
+        if st.type in _WRITES:
+            for i, v in enumerate(vals):
+                held[(g, st.dstbuf, st.dstoff + i)] = v
+        return sent
+
+    replay(sched, visit)
     return out
 
 

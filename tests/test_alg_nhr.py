@@ -29,6 +29,8 @@ from functools import lru_cache
 
 import pytest
 
+from dataflow_rounds import replay
+
 from ccxml import xmlload
 from ccxml.algorithm import Options
 from ccxml.algorithms import nhr
@@ -63,63 +65,52 @@ def hccl_rounds(xml: str) -> tuple[list[list[int]], list[tuple[int, int, int, st
     (round, src, dst, dst buffer, dst offset, cnt, receiving step type)). An ``rrs`` stores
     nothing: its buffer and offset are those of its local operand. See the module docstring."""
     sched = xmlload.loads(xml)
-    tbs = {(g.id, tb.id): tb for g in sched.gpus for tb in g.tbs}
+    tbs = [(g.id, tb.id) for g in sched.gpus for tb in g.tbs]
     pc = dict.fromkeys(tbs, 0)
     cur = dict.fromkeys(tbs, 1)           # a thread block's rounds never go back
     carried = dict.fromkeys(tbs, (0, 0))  # waits carried by nops to the next step
     # per step, the first round a step waiting for it may run in: (if it sends, if it only receives)
-    release, arrived, fifo = {}, {}, {}
+    release, arrived = {}, {}
     per_rank = [set() for _ in sched.gpus]
     messages = []
-    progress = True
-    while progress:
-        progress = False
-        for key, tb in tbs.items():
-            g = key[0]
-            while pc[key] < len(tb.steps):
-                st = tb.steps[pc[key]]
-                if st.depid >= 0 and pc[(g, st.depid)] <= st.deps:
-                    break
-                link = (tb.recv, g, tb.chan)
-                if st.type in _RECV and not fifo.get(link):
-                    break
-                pc[key] += 1
-                progress = True
-                wait = release[(g, st.depid, st.deps)] if st.depid >= 0 else (0, 0)
-                wait = tuple(map(max, wait, carried[key]))
-                if st.type == "nop":
-                    carried[key] = wait
-                    release[(g, key[1], pc[key] - 1)] = (cur[key] + 1, cur[key] + 1)
-                    continue
-                carried[key] = (0, 0)
-                r = max(cur[key], wait[0] if st.type in _SEND else wait[1])
-                reads = []
-                if st.type in _READS:
-                    reads += [(g, st.srcbuf, st.srcoff + i) for i in range(st.cnt)]
-                if st.type == "re":
-                    reads += [(g, st.dstbuf, st.dstoff + i) for i in range(st.cnt)]
-                data = max((arrived.get(c, 0) for c in reads), default=0)
-                received = None
-                if st.type in _RECV:
-                    r = received = max(r, fifo[link].pop(0))
-                    per_rank[g].add(r)
-                    per_rank[tb.recv].add(r)         # a transfer is a handshake: both ends' round
-                    buf, off = (st.srcbuf, st.srcoff) if st.type == "rrs" else (st.dstbuf, st.dstoff)
-                    messages.append((r, tb.recv, g, buf, off, st.cnt, st.type))
-                    data = max(data, r)
-                if st.type in _SEND:
-                    r = max(r, data + 1)
-                    fifo.setdefault((g, tb.send, tb.chan), []).append(r)
-                if st.type in _WRITES:
-                    for i in range(st.cnt):
-                        arrived[(g, st.dstbuf, st.dstoff + i)] = data
-                cur[key] = r
-                # a fused receive-and-send step is a receive (round `received`) and the send that
-                # forwards it (round r): a receive waiting for it may share the send's round
-                release[(g, key[1], pc[key] - 1)] = (
-                    r + 1, r + 1 if received is None else max(received + 1, r))
-    stuck = [k for k, tb in tbs.items() if pc[k] < len(tb.steps)]
-    assert not stuck, f"schedule does not run to completion: {stuck[:3]}"
+
+    def visit(g, key, tb, st, msg):
+        pc[key] += 1
+        wait = release[(g, st.depid, st.deps)] if st.depid >= 0 else (0, 0)
+        wait = tuple(map(max, wait, carried[key]))
+        if st.type == "nop":
+            carried[key] = wait
+            release[(g, key[1], pc[key] - 1)] = (cur[key] + 1, cur[key] + 1)
+            return None
+        carried[key] = (0, 0)
+        r = max(cur[key], wait[0] if st.type in _SEND else wait[1])
+        reads = []
+        if st.type in _READS:
+            reads += [(g, st.srcbuf, st.srcoff + i) for i in range(st.cnt)]
+        if st.type == "re":
+            reads += [(g, st.dstbuf, st.dstoff + i) for i in range(st.cnt)]
+        data = max((arrived.get(c, 0) for c in reads), default=0)
+        received = None
+        if st.type in _RECV:
+            r = received = max(r, msg)
+            per_rank[g].add(r)
+            per_rank[tb.recv].add(r)         # a transfer is a handshake: both ends' round
+            buf, off = (st.srcbuf, st.srcoff) if st.type == "rrs" else (st.dstbuf, st.dstoff)
+            messages.append((r, tb.recv, g, buf, off, st.cnt, st.type))
+            data = max(data, r)
+        if st.type in _SEND:
+            r = max(r, data + 1)
+        if st.type in _WRITES:
+            for i in range(st.cnt):
+                arrived[(g, st.dstbuf, st.dstoff + i)] = data
+        cur[key] = r
+        # a fused receive-and-send step is a receive (round `received`) and the send that
+        # forwards it (round r): a receive waiting for it may share the send's round
+        release[(g, key[1], pc[key] - 1)] = (
+            r + 1, r + 1 if received is None else max(received + 1, r))
+        return r
+
+    replay(sched, visit)
     return [sorted(s) for s in per_rank], messages
 
 
