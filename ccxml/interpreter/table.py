@@ -95,8 +95,9 @@ def lower_table(schedule: Schedule) -> Program | None:
     rl_ = in_link[tb_of[is_recv]]
     if len(sl_) != len(rl_):
         return None
-    os_ = np.argsort(sl_, kind="stable")
-    or_ = np.argsort(rl_, kind="stable")
+    small = np.uint16 if len(links) <= 1 << 16 else np.int64   # 16-bit keys: radix sort
+    os_ = np.argsort(sl_.astype(small), kind="stable")
+    or_ = np.argsort(rl_.astype(small), kind="stable")
     if not np.array_equal(sl_[os_], rl_[or_]) or not np.array_equal(cnt[is_send][os_],
                                                                     cnt[is_recv][or_]):
         return None
@@ -136,7 +137,10 @@ def lower_table(schedule: Schedule) -> Program | None:
                    "calls_max": int(calls.max()), "pub": pub, "dep_u": du, "dep_v": dv,
                    "tb_of": tb_of, "srcbuf": tab.srcbuf[sl], "dstbuf": tab.dstbuf[sl],
                    "srcoff": tab.srcoff[sl].astype(np.int64),
-                   "dstoff": tab.dstoff[sl].astype(np.int64)}
+                   "dstoff": tab.dstoff[sl].astype(np.int64),
+                   # sending / receiving steps in link order (each link: program order)
+                   "links_sorted": (np.flatnonzero(is_send)[os_], sl_[os_],
+                                    np.flatnonzero(is_recv)[or_], rl_[or_])}
     return prog
 
 
