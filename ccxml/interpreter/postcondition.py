@@ -49,14 +49,11 @@ def _rank_rows(coll, value_of):
     return None
 
 
-def _split_matches(prog: Program, res) -> int | None:
-    """For a result whose memory is split into chunk indices and rank masks (the level prover's):
-    the number of output chunks checked when every one equals the definition, else None."""
-    coll = prog.collective
-    pos = prog.gpu_pos
+def _mask_of(pos: dict):
+    """ranks -> the rank mask of their gpu positions (memoised; ranks without a gpu count 0)."""
     masks: dict = {}
 
-    def value_of(j: int, ranks: tuple):
+    def mask_of(ranks: tuple) -> int:
         m = masks.get(ranks)
         if m is None:
             m = 0
@@ -65,7 +62,18 @@ def _split_matches(prog: Program, res) -> int | None:
                 if p_ is not None:
                     m |= 1 << p_
             masks[ranks] = m
-        return j, m
+        return m
+    return mask_of
+
+
+def _split_matches(prog: Program, res) -> int | None:
+    """For a result whose memory is split into chunk indices and rank masks (the level prover's):
+    the number of output chunks checked when every one equals the definition, else None."""
+    coll = prog.collective
+    mask_of = _mask_of(prog.gpu_pos)
+
+    def value_of(j: int, ranks: tuple):
+        return j, mask_of(ranks)
 
     rows = _rank_rows(coll, value_of)
     if rows is None:
@@ -115,17 +123,10 @@ def check(prog: Program, res: ExecResult, limit: int = 20) -> tuple[list[Finding
     mem = res.memory
     pos = prog.gpu_pos
     SH = V.SH
-    masks: dict = {}
+    mask_of = _mask_of(pos)
 
     def value_of(j: int, ranks: tuple) -> int:
-        m = masks.get(ranks)
-        if m is None:
-            m = 0
-            for q in ranks:
-                p_ = pos.get(q)
-                if p_ is not None:
-                    m |= 1 << p_
-            masks[ranks] = m
+        m = mask_of(ranks)
         return (j << SH) | m if m else 0
 
     def out_base(r: int):
