@@ -302,16 +302,17 @@ def _scan_lines(arr, W, s: int, e: int):
     ok &= (ind >= 0) & (ind <= 16)
     ind = np.clip(ind, 0, 16)
     lo = np.minimum(ind, 8)
-    ok &= (W[P + 1] & _MASKS[lo]) == (_U64(_SPACES) & _MASKS[lo])
+    W1 = W[1:]                       # W1[i] == W[i + 1]: no index arithmetic for "the byte after"
+    ok &= (W1[P] & _MASKS[lo]) == (_U64(_SPACES) & _MASKS[lo])
     if (ind > 8).any():
         hi = ind - lo
         ok &= (W[P + 9] & _MASKS[hi]) == (_U64(_SPACES) & _MASKS[hi])
     # between value k-1 and value k: a fixed ' name=' of a known length
     a = Q[:, 1:19:2]
     ok &= ((Q[:, 2:20:2] - a - 1) == _MID_LENS).all(1)
-    ok &= ((W[a + 1] & _MID_MASKS) == _MID_WORDS).all(1)
+    ok &= ((W1[a] & _MID_MASKS) == _MID_WORDS).all(1)
     tail = END - Q[:, 19]
-    t = W[Q[:, 19] + 1]
+    t = W1[Q[:, 19]]
     ok &= (((tail == 3) & ((t & _MASKS[2]) == _U64(_word(b"/>"))))
            | ((tail == 4) & ((t & _MASKS[3]) == _U64(_word(b" />")))))
     o = Q[:, 0::2] + 1
