@@ -7,7 +7,9 @@ verified in <= 2 s including parsing. For each file it prints the parse time, th
 (loader checks + interpreter, every call form the file declares) and steps/s for verify alone
 and for parse + verify, as CPU time of this process (what one core delivers, whatever else the
 machine runs) and as wall time. A calibration line times a plain Python loop so that figures from
-a loaded or slow machine can be compared with a typical one.
+a loaded or slow machine can be compared with a typical one. Like ``ccxml verify``, the benchmark
+keeps freed memory for reuse (:func:`ccxml.commands_verify.keep_freed_memory`);
+``--default-malloc`` measures without that.
 
 The ring AllReduce is ccxml's own (``ccxml.algorithms.ring.allreduce(p).to_xml("legacy")``,
 p = 708: 1,005,360 steps, TBs split at legacy's 256 steps). The generator needs minutes at that
@@ -114,6 +116,8 @@ def measure(label: str, *, text: str | None = None, path: Path | None = None, ta
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--default-malloc", action="store_true",
+                    help="leave glibc's allocator as it is (ccxml verify tunes it)")
     ap.add_argument("--ranks", type=int, default=708, help="ring size (708 gives >= 1M steps)")
     ap.add_argument("--generate", action="store_true",
                     help="(default) ccxml's own generator output, minutes the first time, then cached")
@@ -121,6 +125,11 @@ def main() -> None:
                     help="a one-TB-per-GPU ring written as text instead of the generator's file")
     ap.add_argument("--repeat", type=int, default=1, help="runs per file; the fastest is shown")
     args = ap.parse_args()
+    if not args.default_malloc:
+        from ccxml.commands_verify import keep_freed_memory
+        tuned = keep_freed_memory()
+        print("allocator: freed memory kept for reuse, as `ccxml verify` does" if tuned else
+              "allocator: default (not glibc)")
     cal = calibration()
     print(f"calibration: 3M-iteration Python loop in {cal:.3f} s cpu (typical desktop core ~0.1 s)")
     if CORPUS.is_dir():
