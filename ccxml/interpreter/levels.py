@@ -6,8 +6,10 @@ message comes from (the k-th receive on a link gets the k-th send), the instruct
 its dependencies (:func:`~ccxml.interpreter.program.dep_sources`) and, with bounded links, the
 receive that frees room for it (the m-th send on a link needs the (m - cap)-th receive). Nodes
 are grouped by level (longest path from a source, computed with numpy), and each level's data
-actions run as list-wide operations on the same symbolic values the exact replay uses
-(:class:`~ccxml.interpreter.execute.Values`, simple form).
+actions run, kind by kind, as array operations on the simple form of the exact replay's
+symbolic values (:class:`~ccxml.interpreter.execute.Values`), split in two: the chunk index
+(numpy ints) and the rank mask (Python ints in an object array; a reduction is one OR, a
+double count a non-zero AND).
 
 Guarantee: when :func:`prove` returns an :class:`~ccxml.interpreter.execute.ExecResult`, the
 exact engine (:func:`~ccxml.interpreter.execute.run` with the bounded links, then
@@ -24,8 +26,9 @@ and leftover messages. This holds because the prover only answers when
 * every pair of accesses the exact race check compares (per shared location in a topological
   order: each access against the last write of another TB, each write against the latest reads
   of other TBs since) is ordered by happens-before (program order, dependency and message
-  edges, not capacity), proven by a bounded backward search. Without races the final memory is
-  the same in every topological order, so level order gives the exact engine's memory.
+  edges, not capacity): by vector clocks of program order and dependencies (one GPU's TBs),
+  else by a bounded backward search over all edges. Without races the final memory is the same
+  in every topological order, so level order gives the exact engine's memory.
 
 Otherwise it returns None and the caller runs the exact engine, which also words every finding.
 """
@@ -63,6 +66,7 @@ class _Graph:
 
 
 def _graph(prog: Program) -> _Graph | None:
+    """The levels of ``prog`` with bounded links (None: not provable this way), memoised."""
     memo = prog.control.get("levels", False)
     if memo is not False:
         return memo
