@@ -168,31 +168,26 @@ def _build_graph(prog: Program) -> _Graph | None:
         dep_deg = int(rank.max()) + 1
         if dep_deg > MAX_DEP_FANOUT:
             return None
-    succ = np.full((N, 3 + dep_deg), -1, np.int64)
+    # "no successor" points at a sink node N whose count never reaches 0 (no filtering)
+    succ = np.full((N, 3 + dep_deg), N, np.int64)
     succ[:-1, 0] = np.arange(1, N, dtype=np.int64)
-    succ[ends[lens > 0] - 1, 0] = -1
+    succ[ends[lens > 0] - 1, 0] = N
     succ[matched, 1] = rcv
     succ[cap_pred, 2] = cap_succ_of
     if dep_deg:
         succ[du_a, 3 + rank] = dv_a
+    indeg = np.append(indeg, 1 << 62)
 
-    level = np.full(N, -1, np.int64)
     frontier = np.flatnonzero(indeg == 0)
     fronts = []
     done = 0
     max_levels = MAX_LEVEL_FRACTION * N + 64
-    lv = 0
     while frontier.size:
         fronts.append(frontier)
-        level[frontier] = lv
-        lv += 1
         done += frontier.size
-        if lv > max_levels:
+        if len(fronts) > max_levels:
             return None
         cand = succ[frontier].ravel()
-        cand = cand[cand >= 0]
-        if cand.size == 0:
-            break
         np.subtract.at(indeg, cand, 1)
         frontier = cand[indeg[cand] == 0]
         if frontier.size > 1:
@@ -203,7 +198,10 @@ def _build_graph(prog: Program) -> _Graph | None:
     if done != N:
         return None                      # a cycle, or a wait nothing provides: not complete
     order = np.concatenate(fronts)
-    bounds = np.cumsum([0] + [f.size for f in fronts])
+    sizes = [f.size for f in fronts]
+    bounds = np.cumsum([0] + sizes)
+    level = np.empty(N, np.int64)
+    level[order] = np.repeat(np.arange(len(fronts), dtype=np.int64), sizes)
     leftover = [(int(k), int(n)) for k, n in enumerate((cs - cr).tolist()) if n > 0]
     return _Graph(order, bounds, level, src_of, leftover, dsrc)
 
