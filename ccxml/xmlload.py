@@ -289,8 +289,9 @@ def _scan_lines(arr, W, s: int, e: int):
         return None
     P, END = nls[:-1], nls[1:]
     qs = np.flatnonzero(blk == 34) + s
-    qi = np.searchsorted(qs, P)
-    cand = (np.searchsorted(qs, END) - qi) == 20
+    qn = np.searchsorted(qs, nls)        # quotes before each newline: line i has qn[i+1] - qn[i]
+    qi = qn[:-1]
+    cand = (qn[1:] - qi) == 20
     if not cand.any():
         return None
     P, END, qi = P[cand], END[cand], qi[cand]
