@@ -243,6 +243,9 @@ for _i, _b in enumerate(StepTable.BUFS):
 _INT_VALUES = (("s", 0), ("srcoff", 3), ("dstoff", 5), ("cnt", 6), ("depid", 7), ("deps", 8),
                ("hasdep", 9))
 _ZEROS = _word(b"0" * 8)
+#: per digit count n: shift that right-aligns n digits in a word, and the '0's filling the rest
+_ALIGN_SHIFT = np.array([8 * (8 - n) for n in range(9)], _U64)
+_ALIGN_PAD = np.array([_ZEROS & ((1 << (8 * (8 - n))) - 1) for n in range(9)], _U64)
 _F0 = _word(b"\xf0" * 8)
 _SIX = _word(b"\x06" * 8)
 
@@ -260,23 +263,25 @@ def _plain_ints(W, o, L):
                 return np.full(len(o), int(raw), np.int64), np.ones(len(o), bool)
             return np.zeros(len(o), np.int64), np.zeros(len(o), bool)
     neg = (w & _U64(0xFF)) == 45
-    nd = L - neg
-    ok = (nd >= 1) & (nd <= 8)
-    if neg.any():
+    signed = neg.any()
+    if signed:
+        nd = L - neg
         w = np.where(neg, W[o + neg], w)
+    else:
+        nd = L
+    ok = (nd >= 1) & (nd <= 8)
     nd = np.clip(nd, 0, 8)
     w = w & _MASKS[nd]
     ok &= ((w & _U64(0xFF)) != 48) | (nd == 1)            # no leading zero
     # right-align the digits, pad with '0' on the left (the low bytes)
-    sh = ((8 - nd) * 8).astype(_U64)
-    w = (w << sh) | (_U64(_ZEROS) & _MASKS[8 - nd])
+    w = (w << _ALIGN_SHIFT[nd]) | _ALIGN_PAD[nd]
     ok &= ((w & _U64(_F0)) == _U64(_ZEROS)) & (((w + _U64(_SIX)) & _U64(_F0)) == _U64(_ZEROS))
     v = w - _U64(_ZEROS)
     v = (v * _U64(10) + (v >> _U64(8))) & _U64(0x00FF00FF00FF00FF)
     v = (v * _U64(100) + (v >> _U64(16))) & _U64(0x0000FFFF0000FFFF)
     v = (v * _U64(10000) + (v >> _U64(32))) & _U64(0x00000000FFFFFFFF)
     v = v.astype(np.int64)
-    return np.where(neg, -v, v), ok
+    return (np.where(neg, -v, v) if signed else v), ok
 
 
 def _scan_lines(arr, W, s: int, e: int):
