@@ -225,12 +225,6 @@ def _mask(n):
 
 
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=_U64)
-#: what lies between the closing quote of value k-1 and the opening quote of value k
-_MIDS = [(_word(x), len(x)) for x in (b" type=", b" srcbuf=", b" srcoff=", b" dstbuf=", b" dstoff=",
-                                      b" cnt=", b" depid=", b" deps=", b" hasdep=")]
-_MID_LENS = np.array([n for _, n in _MIDS], np.int64)
-_MID_MASKS = _MASKS[_MID_LENS]
-_MID_WORDS = np.array([w for w, _ in _MIDS], _U64)
 _HEAD_WORD = _word(b'<step s=')
 _SPACES = _word(b" " * 8)
 _TYPE_KEYS = {_word(name.encode()): i for i, name in enumerate(StepTable.TYPES)}
@@ -239,26 +233,44 @@ _TYPE_CODE_SORTED = np.array([_TYPE_KEYS[k] for k in sorted(_TYPE_KEYS)], np.int
 _BUF_CODE = np.full(256, -1, np.int8)
 for _i, _b in enumerate(StepTable.BUFS):
     _BUF_CODE[ord(_b)] = _i
-#: (attribute, value index in the line) of the integer columns
-_INT_VALUES = (("s", 0), ("srcoff", 3), ("dstoff", 5), ("cnt", 6), ("depid", 7), ("deps", 8),
-               ("hasdep", 9))
 _ZEROS = _word(b"0" * 8)
 #: per digit count n: shift that right-aligns n digits in a word, and the '0's filling the rest
 _ALIGN_SHIFT = np.array([8 * (8 - n) for n in range(9)], _U64)
 _ALIGN_PAD = np.array([_ZEROS & ((1 << (8 * (8 - n))) - 1) for n in range(9)], _U64)
 _F0 = _word(b"\xf0" * 8)
 _SIX = _word(b"\x06" * 8)
+_QUOTES = _word(b'"' * 8)
+_ONES = _word(b"\x01" * 8)
+_HIGHS = _word(b"\x80" * 8)
+#: what lies between the closing quote of value k and the opening quote of value k + 1
+_MID_LIST = [(_word(x), len(x)) for x in (b" type=", b" srcbuf=", b" srcoff=", b" dstbuf=",
+                                         b" dstoff=", b" cnt=", b" depid=", b" deps=", b" hasdep=")]
 
 
-def _plain_ints(W, o, L):
-    """Values of the decimal strings at ``o`` of length ``L`` (``W[i]``: 8 bytes at offset i)
-    and whether each is a plain number ``-?(0|[1-9][0-9]*)`` of at most 8 digits."""
-    w = W[o]
+def _first_flag(z):
+    """Index (0..7) of the lowest nonzero byte of each word of ``z`` (garbage where ``z`` is 0)."""
+    low = z & (~z + _U64(1))                          # the lowest set bit alone
+    e = low.astype(np.float64).view(np.int64) >> 52   # its exponent + 1023 (a power of 2: exact)
+    return (e - 1023) >> 3
+
+
+def _closing_quote(w):
+    """For words starting at a value's opening quote: flags (0x80) on the bytes 1..7 that hold
+    a quote, exact for the lowest one (the has-zero-byte trick on ``w ^ '""..'``)."""
+    y = (w ^ _U64(_QUOTES)) | _U64(0xFF)
+    return (y - _U64(_ONES)) & ~y & _U64(_HIGHS)
+
+
+def _plain_ints(W, o, L, vw):
+    """Values of the decimal strings at ``o`` of length ``L`` (``W[i]``: 8 bytes at offset i;
+    ``vw``: the word at ``o``, valid for min(L, 8) bytes) and whether each is a plain number
+    ``-?(0|[1-9][0-9]*)`` of at most 8 digits."""
+    w = vw
     if len(o) > 1 and L.min() == L.max() and 1 <= L[0] <= 8:
         # a column of one string (cnt, hasdep, "-1" dependencies): read it once
         word = w & _MASKS[L[0]]
         if (word == word[0]).all():
-            raw = bytes(W[o[:1]].view(np.uint8)[:L[0]]).decode("latin-1")
+            raw = int(word[0]).to_bytes(8, "little")[:L[0]].decode("latin-1")
             if PLAIN_INT.fullmatch(raw) and len(raw.lstrip("-")) <= 8:
                 return np.full(len(o), int(raw), np.int64), np.ones(len(o), bool)
             return np.zeros(len(o), np.int64), np.zeros(len(o), bool)
@@ -266,7 +278,10 @@ def _plain_ints(W, o, L):
     signed = neg.any()
     if signed:
         nd = L - neg
-        w = np.where(neg, W[o + neg], w)
+        w = np.where(neg, w >> _U64(8), w)
+        far = np.flatnonzero(neg & (L > 7))         # 8 digits after the sign: a word further on
+        if len(far):
+            w[far] = W[o[far] + 1]
     else:
         nd = L
     ok = (nd >= 1) & (nd <= 8)
@@ -287,62 +302,84 @@ def _plain_ints(W, o, L):
 def _scan_lines(arr, W, s: int, e: int):
     """Canonical step lines whose preceding newline is in arr[s:e] and which end at a newline
     at or before ``e``: (newline positions, columns with ``end``, the ending newline) of the
-    valid ones."""
+    valid ones.
+
+    Each line is walked value by value: the word at a value's opening quote gives its closing
+    quote (values of up to 6 characters; longer ones take one more word), the fixed
+    `` name="`` after it gives the next opening quote. Every byte from the newline to the next
+    one is checked, so a line passes only if it is exactly the canonical form."""
     blk = arr[s:e + 1]
-    nls = np.flatnonzero(blk == 10) + s
+    # positions are relative to s from here on (views of W and arr that start there)
+    W = W[s:]
+    nls = np.flatnonzero(blk == 10)
     if len(nls) < 2:
         return None
     P, END = nls[:-1], nls[1:]
-    qs = np.flatnonzero(blk == 34) + s
-    qn = np.searchsorted(qs, nls)        # quotes before each newline: line i has qn[i+1] - qn[i]
-    qi = qn[:-1]
-    cand = (qn[1:] - qi) == 20
-    if not cand.any():
-        return None
-    P, END, qi = P[cand], END[cand], qi[cand]
-    # row i: the 20 quote positions from qs[qi[i]] on (a sliding window view, gathered once)
-    Q = np.lib.stride_tricks.sliding_window_view(qs, 20)[qi] if len(qs) >= 20 else qs[:0].reshape(0, 20)
-    q0 = Q[:, 0]
-    ok = W[q0 - 8] == _U64(_HEAD_WORD)
-    ind = q0 - 9 - P
-    ok &= (ind >= 0) & (ind <= 16)
-    ind = np.clip(ind, 0, 16)
-    lo = np.minimum(ind, 8)
     W1 = W[1:]                       # W1[i] == W[i + 1]: no index arithmetic for "the byte after"
-    ok &= (W1[P] & _MASKS[lo]) == (_U64(_SPACES) & _MASKS[lo])
-    if (ind > 8).any():
-        hi = ind - lo
-        ok &= (W[P + 9] & _MASKS[hi]) == (_U64(_SPACES) & _MASKS[hi])
-    # between value k-1 and value k: a fixed ' name=' of a known length
-    a = Q[:, 1:19:2]
-    ok &= ((Q[:, 2:20:2] - a - 1) == _MID_LENS).all(1)
-    ok &= ((W1[a] & _MID_MASKS) == _MID_WORDS).all(1)
-    tail = END - Q[:, 19]
-    t = W1[Q[:, 19]]
-    ok &= (((tail == 3) & ((t & _MASKS[2]) == _U64(_word(b"/>"))))
-           | ((tail == 4) & ((t & _MASKS[3]) == _U64(_word(b" />")))))
-    o = Q[:, 0::2] + 1
-    L = Q[:, 1::2] - o
+    # indentation: up to 16 spaces, then '<step s="'
+    x = W1[P] ^ _U64(_SPACES)
+    ind = _first_flag(x)
+    deep = np.flatnonzero(x == 0)
+    if len(deep):
+        x2 = W[P[deep] + 9] ^ _U64(_SPACES)
+        # 16 spaces: the '<' must follow (the head check below sees it)
+        ind[deep] = np.where(x2 == 0, 16, 8 + _first_flag(x2))
+    q = P + 9 + ind                  # the opening quote of s, if this is a step line
+    np.minimum(q, END, out=q)
+    cand = W[q - 8] == _U64(_HEAD_WORD)
+    if not cand.all():
+        if not cand.any():
+            return None
+        P, END, q = P[cand], END[cand], q[cand]
+    ok = np.ones(len(P), bool)
     cols = {}
-    for name, v in _INT_VALUES:
-        val, good = _plain_ints(W, o[:, v], L[:, v])
-        ok &= good
-        cols[name] = val.astype(np.int32)     # plain numbers of at most 8 digits fit
-    # step type: up to 4 characters, one of StepTable.TYPES
-    Lt = np.clip(L[:, 1], 0, 8)
-    key = W[o[:, 1]] & _MASKS[Lt]
-    i = np.minimum(np.searchsorted(_TYPE_KEY_SORTED, key), len(_TYPE_KEY_SORTED) - 1)
-    ok &= (_TYPE_KEY_SORTED[i] == key) & (Lt >= 1)
-    cols["type"] = _TYPE_CODE_SORTED[i]
-    for name, v in (("srcbuf", 2), ("dstbuf", 4)):
-        code = _BUF_CODE[arr[o[:, v]]]
-        ok &= (L[:, v] == 1) & (code >= 0)
-        cols[name] = code
+    for k in range(10):
+        w = W[q]
+        ok &= (w & _U64(0xFF)) == 34
+        z = _closing_quote(w)
+        L = _first_flag(z) - 1
+        vw = w >> _U64(8)
+        long_ = np.flatnonzero(z == 0)
+        if len(long_):                # no closing quote in 7 bytes: look in the next word
+            ql = q[long_]
+            y = W[ql + 8] ^ _U64(_QUOTES)
+            z2 = (y - _U64(_ONES)) & ~y & _U64(_HIGHS)
+            ok[long_] &= z2 != 0
+            L[long_] = np.where(z2 != 0, 7 + _first_flag(z2), 9)
+            vw[long_] = W1[ql]
+        np.clip(L, 0, 9, out=L)
+        c = q + 1 + L                 # the closing quote
+        np.minimum(c, END, out=c)
+        if k < 9:
+            word, n = _MID_LIST[k]
+            ok &= (W1[c] & _MASKS[n]) == _U64(word)
+            q = c + (n + 1)
+            np.minimum(q, END, out=q)
+        else:
+            tail = END - c
+            t = W1[c]
+            ok &= (((tail == 3) & ((t & _MASKS[2]) == _U64(_word(b"/>"))))
+                   | ((tail == 4) & ((t & _MASKS[3]) == _U64(_word(b" />")))))
+        if k == 1:                    # step type: up to 4 characters, one of StepTable.TYPES
+            Lt = np.clip(L, 0, 8)
+            key = vw & _MASKS[Lt]
+            i = np.minimum(np.searchsorted(_TYPE_KEY_SORTED, key), len(_TYPE_KEY_SORTED) - 1)
+            ok &= (_TYPE_KEY_SORTED[i] == key) & (Lt >= 1)
+            cols["type"] = _TYPE_CODE_SORTED[i]
+        elif k in (2, 4):
+            code = _BUF_CODE[(vw & _U64(0xFF)).astype(np.intp)]
+            ok &= (L == 1) & (code >= 0)
+            cols[STEP_ATTRS[k]] = code
+        else:
+            val, good = _plain_ints(W1, c - L - 1, L, vw)
+            ok &= good
+            cols[STEP_ATTRS[k]] = val.astype(np.int32)   # plain numbers of at most 8 digits fit
     cols["end"] = END
     if not ok.all():
         P = P[ok]
         cols = {k: c[ok] for k, c in cols.items()}
-    return P, cols
+    cols["end"] += s
+    return P + s, cols
 
 
 def _scan_steps(data: bytes):
