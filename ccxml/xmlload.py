@@ -249,9 +249,19 @@ _MID_LIST = [(_word(x), len(x)) for x in (b" type=", b" srcbuf=", b" srcoff=", b
 
 def _first_flag(z):
     """Index (0..7) of the lowest nonzero byte of each word of ``z`` (garbage where ``z`` is 0)."""
-    low = z & (~z + _U64(1))                          # the lowest set bit alone
+    low = z & -z                                      # the lowest set bit alone
     e = low.astype(np.float64).view(np.int64) >> 52   # its exponent + 1023 (a power of 2: exact)
     return (e - 1023) >> 3
+
+
+#: (1 << 8j) * _BEFORE_FLAG >> 56 == j - 1 for j = 1..7 (byte 7 - j of the constant)
+_BEFORE_FLAG = sum((j - 1) << (8 * (7 - j)) for j in range(1, 8))
+
+
+def _value_length(z):
+    """For flags from :func:`_closing_quote`: the bytes before the lowest flagged one, less the
+    opening quote, i.e. the value's length (0 where ``z`` is 0)."""
+    return (((z & -z) >> _U64(7)) * _U64(_BEFORE_FLAG)) >> _U64(56)
 
 
 def _closing_quote(w):
@@ -337,24 +347,24 @@ def _scan_lines(arr, W, s: int, e: int):
         w = W[q]
         ok &= (w & _U64(0xFF)) == 34
         z = _closing_quote(w)
-        L = _first_flag(z) - 1
+        L = _value_length(z).view(np.int64)
         vw = w >> _U64(8)
         long_ = np.flatnonzero(z == 0)
         if len(long_):                # no closing quote in 7 bytes: look in the next word
-            ql = q[long_]
+            ql = np.minimum(q[long_], END[long_])
             y = W[ql + 8] ^ _U64(_QUOTES)
             z2 = (y - _U64(_ONES)) & ~y & _U64(_HIGHS)
             ok[long_] &= z2 != 0
             L[long_] = np.where(z2 != 0, 7 + _first_flag(z2), 9)
             vw[long_] = W1[ql]
-        np.clip(L, 0, 9, out=L)
-        c = q + 1 + L                 # the closing quote
+        c = q + 1                     # the closing quote (at most END: W1[c] stays in the file)
+        c += L
         np.minimum(c, END, out=c)
         if k < 9:
+            # the next opening quote: at most END + 9, so W[q] stays in the file
             word, n = _MID_LIST[k]
             ok &= (W1[c] & _MASKS[n]) == _U64(word)
             q = c + (n + 1)
-            np.minimum(q, END, out=q)
         else:
             tail = END - c
             t = W1[c]
