@@ -237,14 +237,16 @@ _ZEROS = _word(b"0" * 8)
 #: per digit count n: shift that right-aligns n digits in a word, and the '0's filling the rest
 _ALIGN_SHIFT = np.array([8 * (8 - n) for n in range(9)], _U64)
 _ALIGN_PAD = np.array([_ZEROS & ((1 << (8 * (8 - n))) - 1) for n in range(9)], _U64)
-_F0 = _word(b"\xf0" * 8)
-_SIX = _word(b"\x06" * 8)
+_SEVENTY_SIX = _word(b"\x76" * 8)
 _QUOTES = _word(b'"' * 8)
 _ONES = _word(b"\x01" * 8)
 _HIGHS = _word(b"\x80" * 8)
-#: what lies between the closing quote of value k and the opening quote of value k + 1
-_MID_LIST = [(_word(x), len(x)) for x in (b" type=", b" srcbuf=", b" srcoff=", b" dstbuf=",
-                                         b" dstoff=", b" cnt=", b" depid=", b" deps=", b" hasdep=")]
+#: what lies between the closing quote of value k and the opening quote of value k + 1,
+#: followed by that quote: (word of its first 8 bytes, its length)
+_MID_LIST = [(_word(x[:8]), len(x)) for x in (b' type="', b' srcbuf="', b' srcoff="', b' dstbuf="',
+                                             b' dstoff="', b' cnt="', b' depid="', b' deps="',
+                                             b' hasdep="')]
+_QUOTE_X_QUOTE = _word(b'"\x00"')
 
 
 def _first_flag(z):
@@ -300,8 +302,10 @@ def _plain_ints(W, o, L, vw):
     ok &= ((w & _U64(0xFF)) != 48) | (nd == 1)            # no leading zero
     # right-align the digits, pad with '0' on the left (the low bytes)
     w = (w << _ALIGN_SHIFT[nd]) | _ALIGN_PAD[nd]
-    ok &= ((w & _U64(_F0)) == _U64(_ZEROS)) & (((w + _U64(_SIX)) & _U64(_F0)) == _U64(_ZEROS))
     v = w - _U64(_ZEROS)
+    # every byte a digit: v's bytes all 0..9 (a byte below '0' borrows, which sets its top bit;
+    # the lowest bad byte is always flagged, and one is enough)
+    ok &= (((v + _U64(_SEVENTY_SIX)) | v) & _U64(_HIGHS)) == 0
     v = (v * _U64(10) + (v >> _U64(8))) & _U64(0x00FF00FF00FF00FF)
     v = (v * _U64(100) + (v >> _U64(16))) & _U64(0x0000FFFF0000FFFF)
     v = (v * _U64(10000) + (v >> _U64(32))) & _U64(0x00000000FFFFFFFF)
@@ -343,47 +347,57 @@ def _scan_lines(arr, W, s: int, e: int):
         P, END, q = P[cand], END[cand], q[cand]
     ok = np.ones(len(P), bool)
     cols = {}
+    quote_seen = False                # whether the opening quote at q is checked already
     for k in range(10):
         w = W[q]
-        ok &= (w & _U64(0xFF)) == 34
-        z = _closing_quote(w)
-        L = _value_length(z).view(np.int64)
-        vw = w >> _U64(8)
-        long_ = np.flatnonzero(z == 0)
-        if len(long_):                # no closing quote in 7 bytes: look in the next word
-            ql = np.minimum(q[long_], END[long_])
-            y = W[ql + 8] ^ _U64(_QUOTES)
-            z2 = (y - _U64(_ONES)) & ~y & _U64(_HIGHS)
-            ok[long_] &= z2 != 0
-            L[long_] = np.where(z2 != 0, 7 + _first_flag(z2), 9)
-            vw[long_] = W1[ql]
-        c = q + 1                     # the closing quote (at most END: W1[c] stays in the file)
-        c += L
-        np.minimum(c, END, out=c)
+        if not quote_seen and k not in (2, 4):
+            ok &= (w & _U64(0xFF)) == 34
+        if k in (2, 4):               # a buffer: one character between quotes
+            ok &= (w & _U64(0xFF00FF)) == _U64(_QUOTE_X_QUOTE)
+            code = _BUF_CODE[((w >> _U64(8)) & _U64(0xFF)).astype(np.intp)]
+            ok &= code >= 0
+            cols[STEP_ATTRS[k]] = code
+            c = q + 2
+            np.minimum(c, END, out=c)
+        else:
+            z = _closing_quote(w)
+            L = _value_length(z).view(np.int64)
+            vw = w >> _U64(8)
+            long_ = np.flatnonzero(z == 0)
+            if len(long_):                # no closing quote in 7 bytes: look in the next word
+                ql = np.minimum(q[long_], END[long_])
+                y = W[ql + 8] ^ _U64(_QUOTES)
+                z2 = (y - _U64(_ONES)) & ~y & _U64(_HIGHS)
+                ok[long_] &= z2 != 0
+                L[long_] = np.where(z2 != 0, 7 + _first_flag(z2), 9)
+                vw[long_] = W1[ql]
+            c = q + 1                     # the closing quote (at most END: W1[c] stays in the file)
+            c += L
+            np.minimum(c, END, out=c)
+            if k == 1:                    # step type: up to 4 characters, one of StepTable.TYPES
+                Lt = np.clip(L, 0, 8)
+                key = vw & _MASKS[Lt]
+                i = np.minimum(np.searchsorted(_TYPE_KEY_SORTED, key), len(_TYPE_KEY_SORTED) - 1)
+                ok &= (_TYPE_KEY_SORTED[i] == key) & (Lt >= 1)
+                cols["type"] = _TYPE_CODE_SORTED[i]
+            else:
+                val, good = _plain_ints(W1, c - L - 1, L, vw)
+                ok &= good
+                cols[STEP_ATTRS[k]] = val.astype(np.int32)   # plain numbers of <= 8 digits fit
         if k < 9:
-            # the next opening quote: at most END + 9, so W[q] stays in the file
+            # ' name="': the next opening quote is at most END + 9, so W[q] stays in the file
             word, n = _MID_LIST[k]
-            ok &= (W1[c] & _MASKS[n]) == _U64(word)
-            q = c + (n + 1)
+            if n <= 8:
+                ok &= (W1[c] & _MASKS[n]) == _U64(word)
+            else:
+                ok &= W1[c] == _U64(word)
+            q = c + n
+            quote_seen = n <= 8
         else:
             tail = END - c
             t = W1[c]
             ok &= (((tail == 3) & ((t & _MASKS[2]) == _U64(_word(b"/>"))))
                    | ((tail == 4) & ((t & _MASKS[3]) == _U64(_word(b" />")))))
-        if k == 1:                    # step type: up to 4 characters, one of StepTable.TYPES
-            Lt = np.clip(L, 0, 8)
-            key = vw & _MASKS[Lt]
-            i = np.minimum(np.searchsorted(_TYPE_KEY_SORTED, key), len(_TYPE_KEY_SORTED) - 1)
-            ok &= (_TYPE_KEY_SORTED[i] == key) & (Lt >= 1)
-            cols["type"] = _TYPE_CODE_SORTED[i]
-        elif k in (2, 4):
-            code = _BUF_CODE[(vw & _U64(0xFF)).astype(np.intp)]
-            ok &= (L == 1) & (code >= 0)
-            cols[STEP_ATTRS[k]] = code
-        else:
-            val, good = _plain_ints(W1, c - L - 1, L, vw)
-            ok &= good
-            cols[STEP_ATTRS[k]] = val.astype(np.int32)   # plain numbers of at most 8 digits fit
     cols["end"] = END
     if not ok.all():
         P = P[ok]
