@@ -278,7 +278,8 @@ def _plain_ints(W, o, L, vw):
     ``vw``: the word at ``o``, valid for min(L, 8) bytes) and whether each is a plain number
     ``-?(0|[1-9][0-9]*)`` of at most 8 digits."""
     w = vw
-    if len(o) > 1 and L.min() == L.max() and 1 <= L[0] <= 8:
+    lmin, lmax = L.min(), L.max()
+    if len(o) > 1 and lmin == lmax and 1 <= lmin <= 8:
         # a column of one string (cnt, hasdep, "-1" dependencies): read it once
         word = w & _MASKS[L[0]]
         if (word == word[0]).all():
@@ -296,6 +297,8 @@ def _plain_ints(W, o, L, vw):
             w[far] = W[o[far] + 1]
     else:
         nd = L
+        if lmin >= 1 and lmax <= 4:
+            return _short_ints(w, nd)
     ok = (nd >= 1) & (nd <= 8)
     nd = np.clip(nd, 0, 8)
     w = w & _MASKS[nd]
@@ -311,6 +314,23 @@ def _plain_ints(W, o, L, vw):
     v = (v * _U64(10000) + (v >> _U64(32))) & _U64(0x00000000FFFFFFFF)
     v = v.astype(np.int64)
     return (np.where(neg, -v, v) if signed else v), ok
+
+
+_U32 = np.uint32
+_MASKS32 = _MASKS[:5].astype(_U32)
+_ALIGN_SHIFT32 = np.array([8 * (4 - n) for n in range(5)], _U32)
+_ALIGN_PAD32 = np.array([_ZEROS & ((1 << (8 * (4 - n))) - 1) for n in range(5)], _U32)
+
+
+def _short_ints(w, nd):
+    """:func:`_plain_ints` for unsigned strings of 1 to 4 characters, in 32-bit words."""
+    w = w.astype(_U32) & _MASKS32[nd]
+    ok = ((w & _U32(0xFF)) != 48) | (nd == 1)             # no leading zero
+    v = ((w << _ALIGN_SHIFT32[nd]) | _ALIGN_PAD32[nd]) - _U32(_ZEROS & 0xFFFFFFFF)
+    ok &= (((v + _U32(0x76767676)) | v) & _U32(0x80808080)) == 0
+    v = (v * _U32(10) + (v >> _U32(8))) & _U32(0x00FF00FF)
+    v = (v * _U32(100) + (v >> _U32(16))) & _U32(0x0000FFFF)
+    return v, ok
 
 
 def _scan_lines(arr, W, s: int, e: int):
