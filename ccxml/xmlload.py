@@ -333,10 +333,11 @@ def _short_ints(w, nd):
     return v, ok
 
 
-def _scan_lines(arr, W, s: int, e: int):
+def _scan_lines(arr, W, s: int, e: int, controls: list):
     """Canonical step lines whose preceding newline is in arr[s:e] and which end at a newline
     at or before ``e``: (newline positions, columns with ``end``, the ending newline) of the
-    valid ones.
+    valid ones. Appends to ``controls`` the number of bytes in arr[s:e + 1] that are control
+    characters other than newline (tabs and CRs counted too).
 
     Each line is walked value by value: the word at a value's opening quote gives its closing
     quote (values of up to 6 characters; longer ones take one more word), the fixed
@@ -346,6 +347,7 @@ def _scan_lines(arr, W, s: int, e: int):
     # positions are relative to s from here on (views of W and arr that start there)
     W = W[s:]
     nls = np.flatnonzero(blk == 10)
+    controls.append(np.count_nonzero(blk < 32) - len(nls) + np.count_nonzero(blk == 127))
     if len(nls) < 2:
         return None
     P, END = nls[:-1], nls[1:]
@@ -429,16 +431,18 @@ def _scan_lines(arr, W, s: int, e: int):
 def _scan_steps(data: bytes):
     """All canonical step lines of ``data``: (positions of the newline before each, StepTable
     without line numbers, position of the newline ending each, last row of the run of
-    consecutive step lines each row is in), or None when there is no such line."""
+    consecutive step lines each row is in), or None when there is no such line; and the span
+    (a, b) such that data[a:b] holds no control character but newlines (None: not known)."""
     n = len(data)
     if n < 64:
-        return None
+        return None, None
     arr = np.frombuffer(data, np.uint8)
     # W[i] is the little-endian word of data[i:i + 8]; the last 7 offsets are cut, and no value
     # of a step line that ends at a newline can start there
     W = np.ndarray((n - 7,), dtype="<u8", buffer=data, strides=(1,))
     parts = []
-    s = data.find(b"\n")
+    controls: list = []
+    s = first = data.find(b"\n")
     last = data.rfind(b"\n", 0, n - 16)
     while 0 <= s < last:
         if s + _SCAN_BLOCK >= last:
@@ -449,12 +453,13 @@ def _scan_steps(data: bytes):
             e = data.find(b"\n", s + _SCAN_BLOCK, s + _SCAN_BLOCK + _SCAN_MAX_LINE)
             if e < 0:
                 e = s + _SCAN_BLOCK
-        r = _scan_lines(arr, W, s, e)
+        r = _scan_lines(arr, W, s, e, controls)
         if r is not None and len(r[0]):
             parts.append(r)
         s = e
+    span = (first, last + 1) if controls and not any(controls) else None
     if not parts:
-        return None
+        return None, span
     P = np.concatenate([p for p, _ in parts])
     END = np.concatenate([c["end"] for _, c in parts])
     cols = {}
@@ -467,7 +472,7 @@ def _scan_steps(data: bytes):
     brk = np.flatnonzero(P[1:] != END[:-1])
     last = np.append(brk, len(P) - 1)
     run_last = np.repeat(last, np.diff(np.concatenate(([-1], last))))
-    return P, StepTable(**cols), END, run_last
+    return (P, StepTable(**cols), END, run_last), span
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -931,7 +936,15 @@ def loads(data: str | bytes, path: str = "<string>") -> Schedule:
     data = bytes(data)
     if len(data) > MAX_FILE_BYTES:
         raise LoadError(path, None, f"file is {len(data)} bytes (limit {MAX_FILE_BYTES})")
-    if data.translate(None, _GOOD_BYTES):   # what is left are control characters
+    # the scan counts control characters in the part of the file it reads (reading a binary
+    # file is harmless: memory stays bounded and nothing raises)
+    scan, span = _scan_steps(data)
+    if span is None:
+        controls = data.translate(None, _GOOD_BYTES)   # what is left are control characters
+    else:
+        controls = (data[:span[0]].translate(None, _GOOD_BYTES)
+                    or data[span[1]:].translate(None, _GOOD_BYTES))
+    if controls:
         text = data.decode("latin-1")
         bad = _BAD_CHARS.search(text)
         raise LoadError(path, _line_of(text, bad.start()),
@@ -942,7 +955,6 @@ def loads(data: str | bytes, path: str = "<string>") -> Schedule:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        scan = _scan_steps(data)
         if scan is not None:
             # read the file with its canonical TB bodies cut out (they are in the table); if a
             # cut body is not where a TB reads it, read the whole text instead
@@ -955,7 +967,7 @@ def loads(data: str | bytes, path: str = "<string>") -> Schedule:
                         return sched
                 except LoadError:
                     pass
-                scan = _scan_steps(data)       # fresh table rows for the second reading
+                scan = _scan_steps(data)[0]    # fresh table rows for the second reading
         # latin-1 maps bytes 1:1, so positions are byte offsets and nothing can fail to decode
         return _Reader(data.decode("latin-1"), path, scan).run()
     finally:
