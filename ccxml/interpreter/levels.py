@@ -187,7 +187,7 @@ def _build_graph(prog: Program) -> _Graph | None:
         done += frontier.size
         if len(fronts) > max_levels:
             return None
-        cand = succ[frontier].ravel()
+        cand = succ.take(frontier, 0).ravel()    # take: a row gather several times faster
         np.subtract.at(indeg, cand, 1)
         frontier = cand[indeg[cand] == 0]
         if frontier.size > 1:
