@@ -4,6 +4,7 @@ from __future__ import annotations
 import socket
 import time
 
+import numpy as np
 import pytest
 
 import ccxml
@@ -227,6 +228,10 @@ def test_binary_junk_is_refused():
     junk = bytes((i * 37 + 11) % 256 for i in range(4096))
     _fails(junk, "binary")
     _fails(BASE.encode()[:200] + b"\x00\x01\x02" + BASE.encode()[200:], "binary")
+    # anywhere: inside the lines the step scan reads, before them, after them
+    for at in (0, 1, 200, len(BASE) - 30, len(BASE) - 2, len(BASE)):
+        for byte in (b"\x01", b"\x7f", b"\x0b"):
+            _fails(BASE.encode()[:at] + byte + BASE.encode()[at:], "binary")
 
 
 def test_empty_and_not_xml_are_refused():
@@ -301,6 +306,19 @@ ODD_STEP_LINES = [
     ('cnt="1"', 'cnt="01"'),             # leading zero: strtol reads octal
     ('srcoff="2"', 'srcoff="-0"'),       # plain but unusual
     ('srcoff="2"', 'srcoff="123456789"'),  # 9 digits
+    ('srcoff="2"', 'srcoff="1234567"'),  # 7 and 8 digits: the closing quote is a word further on
+    ('srcoff="2"', 'srcoff="12345678"'),
+    ('srcoff="2"', 'srcoff="-12345678"'),
+    ('srcoff="2"', 'srcoff="-1234567"'),
+    ('srcoff="2"', 'srcoff="1234"'),     # 1 to 4 digits: 32-bit decoding
+    ('srcoff="2"', 'srcoff="0123"'),
+    ('srcoff="2"', 'srcoff="12a4"'),
+    ('srcoff="2"', 'srcoff=""'),
+    ('type="r"', 'type=""'),
+    ('srcbuf="o"', 'srcbuf="oo"'),
+    ('srcbuf="o"', 'srcbuf=""'),
+    ('<step s="1"', '          <step s="1"'),   # 16 spaces of indentation
+    ('<step s="1"', '           <step s="1"'),  # 17
     ('type="r"', 'type="rx"'),           # unknown step type
     ('srcbuf="o"', 'srcbuf="x"'),        # unknown buffer
     ('hasdep="0"/>', 'hasdep="0" />'),   # space before />
@@ -378,3 +396,27 @@ def test_a_giant_line_of_quotes_is_read_in_bounded_blocks():
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 150      # one block of quote positions is 32 MB; the whole line 192 MB
     assert s.gpus == _exact_model(text).gpus and s.nsteps == 12
+
+
+@pytest.mark.parametrize("old,new", [
+    ('srcoff="2"', 'srcoff="12345678"'),     # values of 7-8 characters: a second word
+    ('srcoff="2"', 'srcoff="-1234567"'),
+    ('srcoff="2"', 'srcoff="-12345678"'),
+    ('srcoff="2"', 'srcoff="1234"'),
+    ('<step s="1"', '          <step s="1"'),  # 16 spaces of indentation
+])
+def test_step_scan_takes_every_canonical_line(old, new):
+    """The numpy scan reads canonical lines with long numbers and deep indentation itself
+    (the table holds them), not only the slower paths."""
+    from ccxml.xmlload import _scan_steps
+    lines = BASE.splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if '<step s="1" type="r"' in ln and 'srcoff="2"' in ln)
+    lines[k] = lines[k].replace(old, new, 1)
+    text = "".join(lines)
+    scan, span = _scan_steps(text.encode())
+    assert span is not None
+    P, table, END, _ = scan
+    assert len(P) == text.count("<step ")
+    row = int(np.searchsorted(P, len("".join(lines[:k])) - 1))
+    assert table.rows(row, row + 1)[3] == [int(new.split('"')[1]) if "srcoff" in new else 2]
+    assert loads(text).gpus == _exact_model(text).gpus
