@@ -333,7 +333,7 @@ def _short_ints(w, nd):
     return v, ok
 
 
-def _scan_lines(arr, W, s: int, e: int, controls: list):
+def _scan_lines(arr, W, R, s: int, e: int, controls: list):
     """Canonical step lines whose preceding newline is in arr[s:e] and which end at a newline
     at or before ``e``: (newline positions, columns with ``end``, the ending newline) of the
     valid ones. Appends to ``controls`` the number of bytes in arr[s:e + 1] that are control
@@ -342,10 +342,13 @@ def _scan_lines(arr, W, s: int, e: int, controls: list):
     Each line is walked value by value: the word at a value's opening quote gives its closing
     quote (values of up to 6 characters; longer ones take one more word), the fixed
     `` name="`` after it gives the next opening quote. Every byte from the newline to the next
-    one is checked, so a line passes only if it is exactly the canonical form."""
+    one is checked, so a line passes only if it is exactly the canonical form. ``R[i]``: the
+    16 bytes at offset i; one gather of those after a closing quote gives the name after it and
+    the next value (a gather costs many times an elementwise operation)."""
     blk = arr[s:e + 1]
     # positions are relative to s from here on (views of W and arr that start there)
     W = W[s:]
+    R1 = R[s + 1:]                   # R1[i]: the 16 bytes after offset i, as two words
     nls = np.flatnonzero(blk == 10)
     controls.append(np.count_nonzero(blk < 32) - len(nls) + np.count_nonzero(blk == 127))
     if len(nls) < 2:
@@ -370,8 +373,8 @@ def _scan_lines(arr, W, s: int, e: int, controls: list):
     ok = np.ones(len(P), bool)
     cols = {}
     quote_seen = False                # whether the opening quote at q is checked already
+    w = W[q]
     for k in range(10):
-        w = W[q]
         if not quote_seen and k not in (2, 4):
             ok &= (w & _U64(0xFF)) == 34
         if k in (2, 4):               # a buffer: one character between quotes
@@ -406,18 +409,27 @@ def _scan_lines(arr, W, s: int, e: int, controls: list):
                 val, good = _plain_ints(W1, c - L - 1, L, vw)
                 ok &= good
                 cols[STEP_ATTRS[k]] = val.astype(np.int32)   # plain numbers of <= 8 digits fit
+        # c is at most END, so the 16 bytes after it are in the file
+        two = R1[c].view(_U64)
+        lo, hi = two[0::2], two[1::2]
         if k < 9:
-            # ' name="': the next opening quote is at most END + 9, so W[q] stays in the file
+            # ' name="' and the word at the next opening quote (n bytes after c)
             word, n = _MID_LIST[k]
             if n <= 8:
-                ok &= (W1[c] & _MASKS[n]) == _U64(word)
+                ok &= (lo & _MASKS[n]) == _U64(word)
             else:
-                ok &= W1[c] == _U64(word)
+                ok &= lo == _U64(word)
             q = c + n
             quote_seen = n <= 8
+            if n == 1:
+                w = lo
+            elif n == 9:
+                w = hi
+            else:
+                w = (lo >> _U64(8 * (n - 1))) | (hi << _U64(64 - 8 * (n - 1)))
         else:
             tail = END - c
-            t = W1[c]
+            t = lo
             ok &= (((tail == 3) & ((t & _MASKS[2]) == _U64(_word(b"/>"))))
                    | ((tail == 4) & ((t & _MASKS[3]) == _U64(_word(b" />")))))
     cols["end"] = END
@@ -440,6 +452,7 @@ def _scan_steps(data: bytes):
     # W[i] is the little-endian word of data[i:i + 8]; the last 7 offsets are cut, and no value
     # of a step line that ends at a newline can start there
     W = np.ndarray((n - 7,), dtype="<u8", buffer=data, strides=(1,))
+    R = np.ndarray((n - 15,), dtype="V16", buffer=data, strides=(1,))
     parts = []
     controls: list = []
     s = first = data.find(b"\n")
@@ -453,7 +466,7 @@ def _scan_steps(data: bytes):
             e = data.find(b"\n", s + _SCAN_BLOCK, s + _SCAN_BLOCK + _SCAN_MAX_LINE)
             if e < 0:
                 e = s + _SCAN_BLOCK
-        r = _scan_lines(arr, W, s, e, controls)
+        r = _scan_lines(arr, W, R, s, e, controls)
         if r is not None and len(r[0]):
             parts.append(r)
         s = e
