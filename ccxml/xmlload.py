@@ -365,15 +365,16 @@ def _scan_lines(arr, W, R, s: int, e: int, controls: list):
         ind[deep] = np.where(x2 == 0, 16, 8 + _first_flag(x2))
     q = P + 9 + ind                  # the opening quote of s, if this is a step line
     np.minimum(q, END, out=q)
-    cand = W[q - 8] == _U64(_HEAD_WORD)
+    two = R[s:][q - 8].view(_U64)     # '<step s=' and the word at the opening quote
+    cand = two[0::2] == _U64(_HEAD_WORD)
+    w = two[1::2]
     if not cand.all():
         if not cand.any():
             return None
-        P, END, q = P[cand], END[cand], q[cand]
+        P, END, q, w = P[cand], END[cand], q[cand], w[cand]
     ok = np.ones(len(P), bool)
     cols = {}
     quote_seen = False                # whether the opening quote at q is checked already
-    w = W[q]
     for k in range(10):
         if not quote_seen and k not in (2, 4):
             ok &= (w & _U64(0xFF)) == 34
