@@ -441,6 +441,14 @@ def _scan_lines(arr, W, R, s: int, e: int, controls: list):
     return P + s, cols
 
 
+#: the shortest canonical step line, without its indentation and newline
+_MIN_STEP_LINE = len('<step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="0" '
+                     'depid="0" deps="0" hasdep="0"/>')
+_SCAN_COLUMNS = (("P", np.int64), ("end", np.int64), ("s", np.int32), ("srcoff", np.int32),
+                 ("dstoff", np.int32), ("cnt", np.int32), ("depid", np.int32), ("deps", np.int32),
+                 ("hasdep", np.int32), ("type", np.int8), ("srcbuf", np.int8), ("dstbuf", np.int8))
+
+
 def _scan_steps(data: bytes):
     """All canonical step lines of ``data``: (positions of the newline before each, StepTable
     without line numbers, position of the newline ending each, last row of the run of
@@ -454,10 +462,15 @@ def _scan_steps(data: bytes):
     # of a step line that ends at a newline can start there
     W = np.ndarray((n - 7,), dtype="<u8", buffer=data, strides=(1,))
     R = np.ndarray((n - 15,), dtype="V16", buffer=data, strides=(1,))
-    parts = []
     controls: list = []
     s = first = data.find(b"\n")
     last = data.rfind(b"\n", 0, n - 16)
+    # the table's columns, filled block by block (the rows a block finds are temporaries that
+    # the next block reuses; only the table takes fresh memory); a step line is at least
+    # _MIN_STEP_LINE bytes long, which bounds the rows
+    cap = (last - first) // _MIN_STEP_LINE + 1 if 0 <= first < last else 0
+    out = {name: np.empty(cap, dt) for name, dt in _SCAN_COLUMNS}
+    k = 0
     while 0 <= s < last:
         if s + _SCAN_BLOCK >= last:
             e = last
@@ -469,19 +482,19 @@ def _scan_steps(data: bytes):
                 e = s + _SCAN_BLOCK
         r = _scan_lines(arr, W, R, s, e, controls)
         if r is not None and len(r[0]):
-            parts.append(r)
+            m = len(r[0])
+            r[1]["P"] = r[0]
+            for name, _ in _SCAN_COLUMNS:
+                out[name][k:k + m] = r[1][name]
+            k += m
         s = e
     span = (first, last + 1) if controls and not any(controls) else None
-    if not parts:
+    if not k:
         return None, span
-    P = np.concatenate([p for p, _ in parts])
-    END = np.concatenate([c["end"] for _, c in parts])
-    cols = {}
-    for name in ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"):
-        cols[name] = np.concatenate([c[name] for _, c in parts])
-    for name in ("type", "srcbuf", "dstbuf"):
-        cols[name] = np.concatenate([c[name] for _, c in parts])
-    cols["line"] = np.zeros(len(P), np.int32)
+    cols = {name: out[name][:k] for name, _ in _SCAN_COLUMNS}
+    P = cols.pop("P")
+    END = cols.pop("end")
+    cols["line"] = np.zeros(k, np.int32)
     # runs of consecutive step lines: the last row of the run each row belongs to
     brk = np.flatnonzero(P[1:] != END[:-1])
     last = np.append(brk, len(P) - 1)
