@@ -348,20 +348,26 @@ def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResul
     return res
 
 
+def input_ranges(prog: Program):
+    """(rank, first memory location, number of chunks) of every rank's input in the placed
+    call form."""
+    for r, lay in prog.layout.items():
+        k, base = lay["i"]
+        b = prog.buffers[k]
+        n_in = min(lay["_sizes"]["i"], b.size - base)
+        if n_in > 0:
+            yield r, b.loc_base + base, n_in
+
+
 def initial_memory(prog: Program, V: Values) -> list:
     """The symbolic memory of the placed call form before any step: every input chunk holds
     its own contribution, everything else is None (never written)."""
     mem: list = [None] * prog.nloc
     pos = prog.gpu_pos
     SH = V.SH
-    for r, lay in prog.layout.items():
-        k, base = lay["i"]
-        b = prog.buffers[k]
-        n_in = min(lay["_sizes"]["i"], b.size - base)
-        if n_in > 0:
-            a = b.loc_base + base
-            bitr = 1 << pos[r]
-            mem[a:a + n_in] = [(j << SH) | bitr for j in range(n_in)]
+    for r, a, n_in in input_ranges(prog):
+        bitr = 1 << pos[r]
+        mem[a:a + n_in] = [(j << SH) | bitr for j in range(n_in)]
     return mem
 
 

@@ -38,7 +38,7 @@ from bisect import bisect_right
 
 import numpy as np
 
-from ccxml.interpreter.execute import ExecResult, Values
+from ccxml.interpreter.execute import ExecResult, Values, input_ranges
 from ccxml.interpreter.program import (IS_READ, IS_WRITE, K_CPY, K_NONE, K_RCS, K_RE, K_RECV,
                                        K_RRC, K_RRS, K_SEND, Program, dep_sources)
 
@@ -236,14 +236,9 @@ def prove(prog: Program) -> ExecResult | None:
     index = np.full(prog.nloc, -1, np.int64)
     masks = np.empty(prog.nloc, dtype=object)
     pos = prog.gpu_pos
-    for r, lay in prog.layout.items():
-        k, base = lay["i"]
-        b = prog.buffers[k]
-        n_in = min(lay["_sizes"]["i"], b.size - base)
-        if n_in > 0:
-            a = b.loc_base + base
-            index[a:a + n_in] = np.arange(n_in)
-            masks[a:a + n_in] = 1 << pos[r]
+    for r, a, n_in in input_ranges(prog):
+        index[a:a + n_in] = np.arange(n_in)
+        masks[a:a + n_in] = 1 << pos[r]
     if not _replay_levels(prog, gr, dk, src, dst, index, masks):
         return None
     res = ExecResult(completed=True, cap=prog.cap, memory=None, values=V,
