@@ -13,37 +13,13 @@ import pytest
 from ccxml.algorithms import nb
 from ccxml.passes.splitting import LimitError
 from ccxml.wire import Coll
-from test_alg_nhr import (SWEEP, check_every_combination, check_every_root, check_rounds,
-                          check_sweep, parse_table, table)
+from test_alg_nhr import BlockAlgorithmChecks, parse_table, table
 
 MODULE = nb
-COLLS = list(MODULE.COLLECTIVES)
 
 
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_every_p_verifies(coll):
-    check_sweep(MODULE, coll)
-
-
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_every_profile_channel_count_and_call_form_verifies(coll):
-    check_every_combination(MODULE, coll, (5, 8))
-
-
-@pytest.mark.parametrize("coll", [c for c in COLLS if c.rooted], ids=lambda c: c.value)
-def test_every_root_verifies(coll):
-    check_every_root(MODULE, coll)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_every_p_profile_and_channel_count_verifies(coll):
-    check_every_combination(MODULE, coll, SWEEP)
-
-
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_rounds_equal_the_reference_step_count(coll):
-    check_rounds(MODULE, coll)
+class TestNB(BlockAlgorithmChecks):
+    MODULE = MODULE
 
 
 # §8's worked tables ("0: >1 1,3 <4 0,2" = rank 0 sends blocks 1,3 to 1, receives 0,2 from 4)

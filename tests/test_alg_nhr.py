@@ -228,33 +228,37 @@ def parse_table(rows: list[str]) -> list[dict[int, set]]:
 
 
 # ---- the tests --------------------------------------------------------------------------------------
-COLLS = list(MODULE.COLLECTIVES)
+class BlockAlgorithmChecks:
+    """The checks every block algorithm (NHR, NB) passes; a subclass names its ``MODULE``."""
+
+    MODULE = None
+
+    def pytest_generate_tests(self, metafunc):
+        colls = list(self.MODULE.COLLECTIVES)
+        if getattr(metafunc.function, "rooted_only", False):
+            colls = [c for c in colls if c.rooted]
+        metafunc.parametrize("coll", colls, ids=lambda c: c.value)
+
+    def test_every_p_verifies(self, coll):
+        check_sweep(self.MODULE, coll)
+
+    def test_every_profile_channel_count_and_call_form_verifies(self, coll):
+        check_every_combination(self.MODULE, coll, (5, 8))
+
+    def test_every_root_verifies(self, coll):
+        check_every_root(self.MODULE, coll)
+    test_every_root_verifies.rooted_only = True
+
+    @pytest.mark.slow
+    def test_every_p_profile_and_channel_count_verifies(self, coll):
+        check_every_combination(self.MODULE, coll, SWEEP)
+
+    def test_rounds_equal_the_reference_step_count(self, coll):
+        check_rounds(self.MODULE, coll)
 
 
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_every_p_verifies(coll):
-    check_sweep(MODULE, coll)
-
-
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_every_profile_channel_count_and_call_form_verifies(coll):
-    check_every_combination(MODULE, coll, (5, 8))
-
-
-@pytest.mark.parametrize("coll", [c for c in COLLS if c.rooted], ids=lambda c: c.value)
-def test_every_root_verifies(coll):
-    check_every_root(MODULE, coll)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_every_p_profile_and_channel_count_verifies(coll):
-    check_every_combination(MODULE, coll, SWEEP)
-
-
-@pytest.mark.parametrize("coll", COLLS, ids=lambda c: c.value)
-def test_rounds_equal_the_reference_step_count(coll):
-    check_rounds(MODULE, coll)
+class TestNHR(BlockAlgorithmChecks):
+    MODULE = MODULE
 
 
 # §7's worked tables (physical block numbers; "0: >4 2,1 <1 0,4" = rank 0 sends blocks 2,1 to 4
