@@ -235,7 +235,8 @@ def plan(rules: Rules, coll: Coll | str, p: int, root: int = 0) -> list[list[tup
 
 
 def collectives(rules: Rules) -> dict[Coll, Callable[..., Program]]:
-    """The builders of an algorithm with these tables, as its ``COLLECTIVES`` (ccxml.algorithms)."""
+    """The builders of an algorithm with these tables, as its ``COLLECTIVES`` (ccxml.algorithms),
+    in the order allreduce, allgather, reducescatter, broadcast, scatter."""
     def allreduce_(p: int, *, options: Options = Options()) -> Program:
         return allreduce(rules, p, options)
 

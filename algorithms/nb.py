@@ -34,7 +34,6 @@ from __future__ import annotations
 from ccxml.algorithms import _blocks
 from ccxml.algorithms._blocks import Rules, Table
 from ccxml.algorithms.nhr import n_blocks, ns
-from ccxml.wire import Coll
 
 
 def reduce_scatter_table(p: int) -> Table:
@@ -82,11 +81,7 @@ RULES = Rules("nb", reduce_scatter_table, all_gather_table, scatter_table, ident
 # ---- the collectives (builders shared with NHR: ccxml.algorithms._blocks) ----------------------
 
 COLLECTIVES = _blocks.collectives(RULES)
-allreduce = COLLECTIVES[Coll.ALLREDUCE]
-allgather = COLLECTIVES[Coll.ALLGATHER]
-reducescatter = COLLECTIVES[Coll.REDUCESCATTER]
-broadcast = COLLECTIVES[Coll.BROADCAST]
-scatter = COLLECTIVES[Coll.SCATTER]
+allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":
     from ccxml.algorithm import run_script

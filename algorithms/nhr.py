@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from ccxml.algorithms import _blocks
 from ccxml.algorithms._blocks import Rules, Table
-from ccxml.wire import Coll
 
 
 def ns(p: int) -> int:
@@ -119,11 +118,7 @@ RULES = Rules("nhr", reduce_scatter_table, all_gather_table, scatter_table, slic
 # ---- the collectives (builders shared with NB: ccxml.algorithms._blocks) -----------------------
 
 COLLECTIVES = _blocks.collectives(RULES)
-allreduce = COLLECTIVES[Coll.ALLREDUCE]
-allgather = COLLECTIVES[Coll.ALLGATHER]
-reducescatter = COLLECTIVES[Coll.REDUCESCATTER]
-broadcast = COLLECTIVES[Coll.BROADCAST]
-scatter = COLLECTIVES[Coll.SCATTER]
+allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":
     from ccxml.algorithm import run_script
