@@ -232,3 +232,12 @@ def test_next_round_orders_independent_transfers_like_one_stream():
         assert st.dep_list == []
     from ccxml.interpreter import verify
     assert verify(prog.to_xml()).ok
+
+
+def test_reordering_one_compiled_tb_keeps_its_step_numbers():
+    """TB.sort_steps_by_index uses the pass's scratch numbers; it must not wipe the exported ones."""
+    from ccxml.algorithms import ring
+    tb = ring.allreduce(4).compile("exec").gpus[0].tbs[0]
+    before = sorted(st.s for st in tb.steps)
+    tb.sort_steps_by_index()
+    assert sorted(st.s for st in tb.steps) == before == list(range(len(tb.steps)))

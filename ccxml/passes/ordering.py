@@ -50,8 +50,12 @@ def order_steps(algo: Algo) -> None:
 
 
 def order_tb(tb: TB) -> None:
-    """Order one TB on its own (waits on other TBs are taken as already satisfied)."""
+    """Order one TB on its own (waits on other TBs are taken as already satisfied). The steps
+    keep the numbers they had (``_s`` is the pass's scratch): renumber after reordering."""
+    numbers = {st: st._s for st in tb.steps}
     _schedule([tb])
+    for st in tb.steps:
+        st._s = numbers[st]
 
 
 def _schedule(tbs: list[TB]) -> None:
