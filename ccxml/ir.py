@@ -102,17 +102,13 @@ class Step:
         if other in self.dep_list:
             self.dep_list.remove(other)
 
-    def reads(self) -> Iterator[tuple[Buffer, int, int]]:
-        """Local (buffer, start, end) ranges the step reads."""
-        if self.src is not None and self.type.reads_src:
-            yield self.src[0], self.src[1], self.src[1] + self.cnt
-        if self.type is REDUCE and self.dst is not None:
-            yield self.dst[0], self.dst[1], self.dst[1] + self.cnt
-
-    def writes(self) -> Iterator[tuple[Buffer, int, int]]:
-        """Local (buffer, start, end) ranges the step writes."""
-        if self.dst is not None and self.type.writes_dst:
-            yield self.dst[0], self.dst[1], self.dst[1] + self.cnt
+    def reads_chunk(self, buf: Buffer, c: int) -> bool:
+        """Whether the step reads chunk ``c`` of local buffer ``buf`` (its src, and for ``re``
+        also its dst)."""
+        src, dst, t = self.src, self.dst, self.type
+        if src is not None and t.reads_src and src[0] is buf and src[1] <= c < src[1] + self.cnt:
+            return True
+        return t is REDUCE and dst is not None and dst[0] is buf and dst[1] <= c < dst[1] + self.cnt
 
     def describe(self) -> str:
         where = f"gpu {self.gpu}"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ccxml.ir import GPU, Algo, Step
 from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
-                        RECV_REDUCE_SEND, REDUCE, SCRATCH, SEND, StepType)
+                        RECV_REDUCE_SEND, SCRATCH, SEND, StepType)
 
 
 def fuse_receive_send(algo: Algo) -> None:
@@ -105,14 +105,7 @@ def _store_is_dead(r: Step, s: Step) -> bool:
             if buf is not SCRATCH:
                 return False                  # the value is the final content of i/o
             continue
-        if w.tb is not r.tb or _reads(w, buf, c):
+        if w.tb is not r.tb or w.reads_chunk(buf, c):
             return False
     return True
 
-
-def _reads(step: Step, buf, c: int) -> bool:
-    """Whether ``step`` reads chunk ``c`` of ``buf`` (:meth:`Step.reads`, without a generator)."""
-    src, dst, t = step.src, step.dst, step.type
-    if src is not None and t.reads_src and src[0] is buf and src[1] <= c < src[1] + step.cnt:
-        return True
-    return t is REDUCE and dst is not None and dst[0] is buf and dst[1] <= c < dst[1] + step.cnt
