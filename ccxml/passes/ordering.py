@@ -33,41 +33,36 @@ import heapq
 from ccxml.ir import TB, Algo, Step
 
 
-def _key(step: Step) -> int:
-    """The seed key (see above) as one integer: 4·major + minor."""
-    t = step.type
-    if t.sends and t.receives:
-        return 8 * step.recv_index + 2
-    if t.sends:
-        return 8 * step.send_index
-    if t.receives:
-        return 8 * step.recv_index + 5
-    return 3
-
-
 def order_steps(algo: Algo) -> None:
-    _schedule([tb for gpu in algo.gpus for tb in gpu.tbs])
+    _schedule([tb for gpu in algo.gpus for tb in gpu.tbs], whole=True)
 
 
 def order_tb(tb: TB) -> None:
     """Order one TB on its own (waits on other TBs are taken as already satisfied). The steps
     keep the numbers they had (``_s`` is the pass's scratch): renumber after reordering."""
     numbers = {st: st._s for st in tb.steps}
-    _schedule([tb])
+    _schedule([tb], whole=False)
     for st in tb.steps:
         st._s = numbers[st]
 
 
-def _schedule(tbs: list[TB]) -> None:
+def _schedule(tbs: list[TB], whole: bool) -> None:
+    """List-schedule the steps of ``tbs``. ``whole``: the TBs hold every step of the schedule,
+    so every wait is on one of them (no membership test).
+
+    Waits are counted with repeats (a data dependency that is also the TB's previous send is
+    counted twice and released twice, which changes nothing): the loop reads each step once."""
     steps = [st for tb in tbs for st in tb.steps]
     n = len(steps)
+    m = 1
     for i, st in enumerate(steps):
         st._s = i                       # dense step number while this pass runs (numbered later)
-    m = 1 + max((st.original_index for st in steps), default=0)
+        if st.original_index >= m:
+            m = st.original_index + 1
     # heap entries are integers: (seed key · m + issue number) · n + step number, so the order is
     # the seed key, then issue order, as with tuples, at a fraction of the cost
     prio = [0] * n
-    succ: list[list[int] | None] = [None] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
     indeg = [0] * n
     tb_of = [0] * n                     # dense TB number of each step
     wait_for = [0] * n                  # a send's receive (number) to wait for, in its TB
@@ -80,16 +75,18 @@ def _schedule(tbs: list[TB]) -> None:
         for st in tb.steps:
             tb_of[i] = t
             ty = st.type
-            preds = []
-            for d in st.dep_list:
+            deg = 0
+            for d in st.dep_list:       # same-rank waits
                 j = d._s
-                if 0 <= j < n and j != i and steps[j] is d and j not in preds:
-                    preds.append(j)
+                if whole or (0 <= j < n and steps[j] is d):
+                    succ[j].append(i)
+                    deg += 1
             rf = st.recv_from
             if rf is not None:
                 j = rf._s
-                if 0 <= j < n and steps[j] is rf and j not in preds:
-                    preds.append(j)
+                if whole or (0 <= j < n and steps[j] is rf):
+                    succ[j].append(i)
+                    deg += 1
             if ty.sends:
                 if ty.receives:
                     key = 8 * st.recv_index + 2
@@ -97,8 +94,9 @@ def _schedule(tbs: list[TB]) -> None:
                     key = 8 * st.send_index
                 if both:
                     wait_for[i] = min(st.send_index, nrecv)
-                if last_send >= 0 and last_send not in preds:
-                    preds.append(last_send)
+                if last_send >= 0:
+                    succ[last_send].append(i)
+                    deg += 1
                 last_send = i
             elif ty.receives:
                 key = 8 * st.recv_index + 5
@@ -106,17 +104,12 @@ def _schedule(tbs: list[TB]) -> None:
                 key = 3
             if ty.receives:
                 receives[i] = True
-                if last_recv >= 0 and last_recv not in preds:
-                    preds.append(last_recv)
+                if last_recv >= 0:
+                    succ[last_recv].append(i)
+                    deg += 1
                 last_recv = i
             prio[i] = (key * m + st.original_index) * n + i
-            for j in preds:
-                lst = succ[j]
-                if lst is None:
-                    succ[j] = [i]
-                else:
-                    lst.append(i)
-            indeg[i] = len(preds)
+            indeg[i] = deg
             i += 1
     heap = [prio[i] for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)
@@ -150,12 +143,10 @@ def _schedule(tbs: list[TB]) -> None:
             if waiting:
                 for w in waiting:
                     heappush(heap, w)
-        nxt = succ[i]
-        if nxt is not None:
-            for j in nxt:
-                indeg[j] -= 1
-                if indeg[j] == 0:
-                    heappush(heap, prio[j])
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heappush(heap, prio[j])
     if count != n:  # pragma: no cover - every wait points to an earlier-issued step
         raise ValueError("the steps' waits form a cycle; the program was not issued in order")
     for t, tb in enumerate(tbs):
