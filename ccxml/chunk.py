@@ -275,13 +275,33 @@ class Program:
         step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
         if src is not None and type.reads_src:
-            self._read(step, src, cnt, gpu)
+            if cnt == 1:
+                self._read_one(step, src[1] * 4 + _CODE[src[0]], gpu)
+            else:
+                self._read(step, src, cnt, gpu)
         if type is REDUCE:
             self._read(step, dst, cnt, gpu)
         if dst is not None and type.writes_dst:
             self._write(step, dst, cnt, gpu)
         self._pending[gpu].append(step)
         return step
+
+    def _read_one(self, step: Step, key: int, gpu: int) -> None:
+        """:meth:`_read` of one chunk (the common case), ``key`` = chunk index · 4 + buffer code."""
+        w = self._writer[gpu].get(key)
+        if w is not None:
+            step.dep_list.append(w)         # the step's first read: no dependency yet
+            after = w.readers_after
+            if after is None:
+                w.readers_after = [step]
+            else:
+                after.append(step)
+        readers = self._readers[gpu]
+        rs = readers.get(key)
+        if rs is None:
+            readers[key] = [step]
+        else:
+            rs.append(step)
 
     def _read(self, step: Step, side: tuple[Buffer, int], cnt: int, gpu: int) -> None:
         """``step`` reads ``cnt`` chunks at ``side``: it depends on their last writer."""
