@@ -34,6 +34,7 @@ def fuse_gpu(gpu: GPU) -> None:
             continue
         out: list[Step] = []
         i, n = 0, len(steps)
+        ns = nr = 0                         # the TB's link sequences, renumbered on the way
         while i < n:
             r = steps[i]
             if i + 1 < n and r.type in _RECEIVES and _fusable(r, steps[i + 1]):
@@ -48,8 +49,17 @@ def fuse_gpu(gpu: GPU) -> None:
             else:
                 i += 1
             out.append(r)
+            t = r.type
+            if t.sends:
+                r.send_index, ns = ns, ns + 1
+            else:
+                r.send_index = -1
+            if t.receives:
+                r.recv_index, nr = nr, nr + 1
+            else:
+                r.recv_index = -1
         tb.steps = out
-        _renumber_links(tb)
+        tb.send_count, tb.recv_count = ns, nr
 
 
 _RECEIVES = (RECV, RECV_REDUCE_COPY)
@@ -75,21 +85,6 @@ def _merge(r: Step, s: Step, fused: StepType) -> None:
     if fused is RECV_COPY_SEND:
         r.src = r.dst
     s.merged_into = r
-
-
-def _renumber_links(tb) -> None:
-    ns = nr = 0
-    for st in tb.steps:
-        t = st.type
-        if t.sends:
-            st.send_index, ns = ns, ns + 1
-        else:
-            st.send_index = -1
-        if t.receives:
-            st.recv_index, nr = nr, nr + 1
-        else:
-            st.recv_index = -1
-    tb.send_count, tb.recv_count = ns, nr
 
 
 def _store_is_dead(r: Step, s: Step) -> bool:
