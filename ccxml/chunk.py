@@ -291,11 +291,12 @@ class Program:
         w = self._writer[gpu].get(key)
         if w is not None:
             step.dep_list.append(w)         # the step's first read: no dependency yet
-            after = w.readers_after
-            if after is None:
-                w.readers_after = [step]
-            else:
-                after.append(step)
+            if w.type is RECV_REDUCE_COPY:
+                after = w.readers_after
+                if after is None:
+                    w.readers_after = [step]
+                else:
+                    after.append(step)
         readers = self._readers[gpu]
         rs = readers.get(key)
         if rs is None:
@@ -313,11 +314,12 @@ class Program:
             if w is not None:
                 if w not in deps:
                     deps.append(w)
-                after = w.readers_after
-                if after is None:
-                    w.readers_after = [step]
-                elif after[-1] is not step:
-                    after.append(step)
+                if w.type is RECV_REDUCE_COPY:
+                    after = w.readers_after
+                    if after is None:
+                        w.readers_after = [step]
+                    elif after[-1] is not step:
+                        after.append(step)
             rs = readers.get(key)
             if rs is None:
                 readers[key] = [step]
@@ -336,10 +338,11 @@ class Program:
             if w is not None:
                 if w not in deps:
                     deps.append(w)
-                if w.overwritten_by is None:
-                    w.overwritten_by = [(i, step)]
-                else:
-                    w.overwritten_by.append((i, step))
+                if w.type is RECV_REDUCE_COPY:
+                    if w.overwritten_by is None:
+                        w.overwritten_by = [(i, step)]
+                    else:
+                        w.overwritten_by.append((i, step))
             rs = readers.pop(key, None)
             if rs is not None:
                 for reader in rs:
