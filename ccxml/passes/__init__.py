@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import gc
+from typing import Callable
 
 from ccxml.ir import Algo
 from ccxml.passes.checks import LinkError, check_limits, check_links
@@ -23,11 +24,11 @@ from ccxml.passes.numbering import number_steps
 from ccxml.passes.ordering import order_steps
 from ccxml.passes.splitting import LimitError, split_long_threadblocks
 from ccxml.passes.threadblocks import assign_threadblocks
-from ccxml.wire import StepType, profile
+from ccxml.wire import Profile, StepType, profile
 
 __all__ = ["LimitError", "LinkError", "assign_threadblocks", "build_dependencies", "check_limits",
            "check_links", "compile_algo", "fuse_receive_send", "lower_receive_reduce", "number_steps",
-           "order_steps", "split_long_threadblocks"]
+           "order_steps", "pipeline", "split_long_threadblocks"]
 
 
 def compile_algo(algo: Algo, *, target: str = "exec", merge_rcs: bool = True,
@@ -39,23 +40,27 @@ def compile_algo(algo: Algo, *, target: str = "exec", merge_rcs: bool = True,
     paused = gc.isenabled()
     gc.disable()
     try:
-        _run_passes(algo, profile(target), merge_rcs, sort)
+        for _, run in pipeline(profile(target), merge_rcs=merge_rcs, sort=sort):
+            run(algo)
     finally:
         if paused:
             gc.enable()
     return algo
 
 
-def _run_passes(algo: Algo, prof, merge_rcs: bool, sort: bool) -> None:
-    assign_threadblocks(algo)
+def pipeline(prof: Profile, *, merge_rcs: bool = True,
+             sort: bool = True) -> list[tuple[str, Callable[[Algo], object]]]:
+    """The passes :func:`compile_algo` runs for ``prof``, in order, as (name, pass) pairs
+    (``benchmarks/bench_passes.py`` times them one by one)."""
+    passes: list[tuple[str, Callable[[Algo], object]]] = [("threadblocks", assign_threadblocks)]
     if sort:
-        order_steps(algo)
+        passes.append(("ordering", order_steps))
     if merge_rcs and prof.fused_types_allowed:
-        fuse_receive_send(algo)
+        passes.append(("fusion", fuse_receive_send))
     if StepType.RECV_REDUCE_COPY not in prof.step_types:
-        lower_receive_reduce(algo)
-    split_long_threadblocks(algo, prof)
-    build_dependencies(algo)
-    number_steps(algo)
-    check_links(algo)
-    check_limits(algo, prof)
+        passes.append(("lowering", lower_receive_reduce))
+    passes += [("splitting", lambda algo: split_long_threadblocks(algo, prof)),
+               ("dependencies", build_dependencies),
+               ("numbering", number_steps),
+               ("checks", lambda algo: (check_links(algo), check_limits(algo, prof)))]
+    return passes
