@@ -45,6 +45,21 @@ def _links_hold(algo: Algo) -> bool:
             if s == g or r == g or s >= n or r >= n:
                 return False
             if s >= 0:
+                if r >= 0:
+                    # both ends in one walk over the steps: two comprehensions cost more for
+                    # the many 2-step TBs of an alltoall
+                    sc: list[int] = []
+                    rc: list[int] = []
+                    for st in tb.steps:
+                        t = st.type
+                        if t.sends:
+                            sc.append(st.cnt)
+                        if t.receives:
+                            rc.append(st.cnt)
+                    sends[g, s, chan] = sc
+                    recvs[r, g, chan] = rc
+                    ends += 2
+                    continue
                 sends[g, s, chan] = [st.cnt for st in tb.steps if st.type.sends]
                 ends += 1
             if r >= 0:
