@@ -131,10 +131,11 @@ def _gpu_fits(algo: Algo, gpu, p: Profile) -> bool:
     if len(tbs) > p.max_tbs:
         return False
     limit = p.max_tbs_per_chan_dir
-    for counts in (Counter(tb.chan for tb in tbs if tb.send >= 0),
-                   Counter(tb.chan for tb in tbs if tb.recv >= 0)):
-        if counts and max(counts.values()) > limit:
-            return False
+    if len(tbs) > limit:            # else no channel can hold too many
+        for counts in (Counter(tb.chan for tb in tbs if tb.send >= 0),
+                       Counter(tb.chan for tb in tbs if tb.recv >= 0)):
+            if counts and max(counts.values()) > limit:
+                return False
     types, max_cnt, max_dep_tb, max_steps = p.step_types, p.max_cnt, p.max_dep_tb, p.max_steps_per_tb
     nsteps = 0
     for tb in tbs:
