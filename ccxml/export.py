@@ -160,7 +160,7 @@ def to_xml(algo: Algo, target: str = "exec") -> str:
                 # test_export checks this text against the lxml tree built from step_values
                 t = st.type
                 if t is NOP:
-                    sb, so, db, do, cnt = "i", -1, "o", -1, 0
+                    src, dst, cnt = _NOP
                 else:
                     src, dst, cnt = st.src, st.dst, st.cnt
                     if src is not None and src[0] is SCRATCH and src[1] + cnt > top:
@@ -175,17 +175,14 @@ def to_xml(algo: Algo, target: str = "exec") -> str:
                         src = (None if peer is None else peer.src or peer.dst) or dst
                     src = src or dst
                     dst = dst or src
-                    sb, so = src
-                    db, do = dst
-                    sb, db = sb._value_, db._value_
                 dep = st.dep
                 if dep is None:
                     depid = deps = -1
                 else:
                     depid, deps = dep.tb.id, dep._s
-                append(f'      <step s="{st._s}" type="{t._value_}" srcbuf="{sb}" srcoff="{so}" '
-                       f'dstbuf="{db}" dstoff="{do}" cnt="{cnt}" depid="{depid}" deps="{deps}" '
-                       f'hasdep="{1 if st.publish else 0}"/>')
+                append(f'      <step s="{st._s}" type="{t._value_}" srcbuf="{src[0]._value_}" '
+                       f'srcoff="{src[1]}" dstbuf="{dst[0]._value_}" dstoff="{dst[1]}" '
+                       f'cnt="{cnt}" depid="{depid}" deps="{deps}" hasdep="{1 if st.publish else 0}"/>')
             append("    </tb>")
         gpu_attrs = {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
                      "o_chunks": str(gpu.output_chunks), "s_chunks": str(top)}
