@@ -141,30 +141,57 @@ def _escape(value: str) -> str:
     return value
 
 
-_STEP = ('      <step s="{}" type="{}" srcbuf="{}" srcoff="{}" dstbuf="{}" dstoff="{}" cnt="{}" '
-         'depid="{}" deps="{}" hasdep="{}"/>')
-
-
 def to_xml(algo: Algo, target: str = "exec") -> str:
     """The file's text (compile the algo first); byte-identical to :func:`to_xml_lxml`."""
     lines = [_open_tag("algo", algo_attrs(algo, target), "")]
-    fmt = _STEP.format
+    append = lines.append
     for gpu in algo.gpus:
-        lines.append(_open_tag("gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
-                                       "o_chunks": str(gpu.output_chunks),
-                                       "s_chunks": str(scratch_chunks(gpu))}, "  "))
+        append(None)                # the <gpu> line, once the walk knows s_chunks
+        at = len(lines) - 1
+        top = 0                     # scratch_chunks(gpu), computed on the same walk
         for tb in gpu.tbs:
-            lines.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">')
-            lines.extend([fmt(*step_values(st)) for st in tb.steps])
-            lines.append("    </tb>" if tb.steps else None)
-            if not tb.steps:
-                lines[-2] = lines[-2][:-1] + "/>"
-                lines.pop()
-        lines.append("  </gpu>" if gpu.tbs else None)
-        if not gpu.tbs:
-            lines.pop()
-            lines[-1] = lines[-1][:-1] + "/>"
-    lines.append("</algo>")
+            steps = tb.steps
+            if not steps:
+                append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}"/>')
+                continue
+            append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">')
+            for st in steps:
+                # step_values, inlined: a call per step would cost a fifth of the writer;
+                # test_export checks this text against the lxml tree built from step_values
+                t = st.type
+                if t is NOP:
+                    src, dst, cnt = _NOP
+                else:
+                    src, dst, cnt = st.src, st.dst, st.cnt
+                    if src is not None and src[0] is SCRATCH and src[1] + cnt > top:
+                        top = src[1] + cnt
+                    if dst is not None and dst[0] is SCRATCH and dst[1] + cnt > top:
+                        top = dst[1] + cnt
+                    if t is SEND or (t is RECV_REDUCE_SEND and dst is None):
+                        peer = st.send_to       # the sender names the receiver's destination
+                        dst = (None if peer is None else peer.dst) or src
+                    elif t is RECV:             # the receiver names the sender's source
+                        peer = st.recv_from
+                        src = (None if peer is None else peer.src or peer.dst) or dst
+                    src = src or dst
+                    dst = dst or src
+                dep = st.dep
+                if dep is None:
+                    depid = deps = -1
+                else:
+                    depid, deps = dep.tb.id, dep._s
+                append(f'      <step s="{st._s}" type="{t._value_}" srcbuf="{src[0]._value_}" '
+                       f'srcoff="{src[1]}" dstbuf="{dst[0]._value_}" dstoff="{dst[1]}" '
+                       f'cnt="{cnt}" depid="{depid}" deps="{deps}" hasdep="{1 if st.publish else 0}"/>')
+            append("    </tb>")
+        gpu_attrs = {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
+                     "o_chunks": str(gpu.output_chunks), "s_chunks": str(top)}
+        if len(lines) - 1 == at:    # no TBs
+            lines[at] = _open_tag("gpu", gpu_attrs, "  ", "/>")
+        else:
+            lines[at] = _open_tag("gpu", gpu_attrs, "  ")
+            append("  </gpu>")
+    append("</algo>")
     return "\n".join(lines) + "\n"
 
 

@@ -194,7 +194,8 @@ class GPU:
     def __init__(self, id: int, input_chunks: int = 0, output_chunks: int = 0):
         self.id = id
         self.tbs: list[TB] = []
-        self.channel_usage: dict[int, dict[str, list[int]]] = {}
+        # channel -> (send peers, recv peers) of its TBs, for the one-TB-per-connection rule
+        self.channel_usage: dict[int, tuple[set[int], set[int]]] = {}
         self.pending: list[Step] = []     # steps the Chunk API issued, before TB assignment
         self.input_chunks = input_chunks
         self.output_chunks = output_chunks
@@ -203,23 +204,31 @@ class GPU:
 
     def add_tb(self, tb: TB) -> TB:
         """Add ``tb``; reject a second TB on the same (channel, send peer) or (channel, recv peer)."""
-        usage = self.channel_usage.get(tb.chan)
+        send, recv, chan = tb.send, tb.recv, tb.chan
+        usage = self.channel_usage.get(chan)
         if usage is None:
-            usage = self.channel_usage[tb.chan] = {"send": [], "recv": []}
-        if tb.send >= 0 and tb.send in usage["send"]:
-            raise IRError(f"channel conflict on gpu {self.id}: two TBs send to {tb.send} on channel {tb.chan}")
-        if tb.recv >= 0 and tb.recv in usage["recv"]:
-            raise IRError(f"channel conflict on gpu {self.id}: two TBs receive from {tb.recv} on channel {tb.chan}")
-        if tb.send == self.id or tb.recv == self.id:
-            raise IRError(f"gpu {self.id}: a TB cannot send to or receive from its own GPU")
-        if tb.send >= 0:
-            usage["send"].append(tb.send)
-        if tb.recv >= 0:
-            usage["recv"].append(tb.recv)
+            usage = self.channel_usage[chan] = (set(), set())
+        sends, recvs = usage
+        # the sets hold peers >= 0 only, so a TB without a send (recv) peer never matches
+        if send in sends or recv in recvs or send == self.id or recv == self.id:
+            self._reject(tb)
+        if send >= 0:
+            sends.add(send)
+        if recv >= 0:
+            recvs.add(recv)
         tb.gpu = self.id
         self.tbs.append(tb)
-        self._index[tb.key] = tb
+        self._index[send, recv, chan] = tb
         return tb
+
+    def _reject(self, tb: TB) -> None:
+        """Raise the IRError that keeps ``tb`` out (add_tb found one)."""
+        sends, recvs = self.channel_usage[tb.chan]
+        if tb.send in sends:
+            raise IRError(f"channel conflict on gpu {self.id}: two TBs send to {tb.send} on channel {tb.chan}")
+        if tb.recv in recvs:
+            raise IRError(f"channel conflict on gpu {self.id}: two TBs receive from {tb.recv} on channel {tb.chan}")
+        raise IRError(f"gpu {self.id}: a TB cannot send to or receive from its own GPU")
 
     def find_tb(self, send: int, recv: int, chan: int) -> TB | None:
         return self._index.get((send, recv, chan))

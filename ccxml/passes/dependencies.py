@@ -15,8 +15,13 @@ form. Guarantees:
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ccxml.ir import GPU, TB, Algo, Step
 from ccxml.wire import MAX_REDUCE_FUSION, REDUCE
+
+
+_TYPE = attrgetter("type")
 
 
 def build_dependencies(algo: Algo) -> None:
@@ -24,8 +29,10 @@ def build_dependencies(algo: Algo) -> None:
         build_gpu_dependencies(gpu)
 
 
-def _tb_order(tb) -> tuple[int, int, int]:
-    return tb.chan, tb.send, tb.recv
+def _target_order(d: Step) -> tuple[int, int, int, int]:
+    """Targets in (chan, send, recv) order of their TBs, then in step order."""
+    tb = d.tb
+    return tb.chan, tb.send, tb.recv, d._s
 
 
 def build_gpu_dependencies(gpu: GPU) -> None:
@@ -34,43 +41,61 @@ def build_gpu_dependencies(gpu: GPU) -> None:
             st._s = i                   # position before any nop (numbering renumbers at the end)
     for tb in gpu.tbs:
         steps = tb.steps
-        out: list[Step] = []
-        for st in steps:
+        out: list[Step] | None = None       # the new step list, once a nop goes in
+        for i, st in enumerate(steps):
             st.dep = None
-            if st.dep_list:
+            deps = st.dep_list
+            # (one unfused dependency inside this TB, the common case, needs nothing)
+            if deps and (len(deps) > 1 or deps[0].tb is not tb or deps[0].merged_into is not None):
                 targets = _targets(st)
                 if targets:
-                    for target in targets[:-1]:
-                        out.append(tb.nop(target))
+                    if len(targets) > 1:
+                        if out is None:
+                            out = steps[:i]
+                        for target in targets[:-1]:
+                            out.append(tb.nop(target))
                     st.dep = target = targets[-1]
                     target.publish = True
-            out.append(st)
-        tb.steps = out
+            if out is not None:
+                out.append(st)
+        if out is not None:
+            tb.steps = out
     for tb in gpu.tbs:
-        _cap_reduce_chains(tb)
+        steps = tb.steps
+        # a chain needs MAX_REDUCE_FUSION ``re`` steps: count them first, at C speed
+        if (len(steps) >= MAX_REDUCE_FUSION
+                and list(map(_TYPE, steps)).count(REDUCE) >= MAX_REDUCE_FUSION):
+            _cap_reduce_chains(tb)
 
 
 def _targets(st: Step) -> list[Step]:
     tb = st.tb
-    best: dict[TB, Step] = {}
+    origin = tb.origin
+    best: dict[TB, Step] | None = None
     for d in st.dep_list:
         while d.merged_into is not None:
             d = d.merged_into
         dtb = d.tb
-        if d is st or dtb is tb:
-            continue
-        origin = dtb.origin
-        if origin is tb.origin:
-            # same original TB, earlier piece: only the chain link into this piece is needed
-            if st._s == 0 and dtb.segment == tb.segment - 1 and dtb.steps[-1] is d:
+        if dtb.origin is origin:
+            # this TB itself (program order covers it) or an earlier piece of the same original
+            # TB: only the chain link into this piece is needed
+            if (dtb is not tb and st._s == 0 and dtb.segment == tb.segment - 1
+                    and dtb.steps[-1] is d):
+                if best is None:
+                    best = {}
                 best[origin] = d
             continue
-        cur = best.get(origin)
+        if best is None:
+            best = {}
+        dorigin = dtb.origin
+        cur = best.get(dorigin)
         if cur is None or (cur.tb.segment, cur._s) < (dtb.segment, d._s):
-            best[origin] = d
+            best[dorigin] = d
+    if best is None:
+        return []
     if len(best) < 2:
         return list(best.values())
-    return sorted(best.values(), key=lambda d: (_tb_order(d.tb), d._s))
+    return sorted(best.values(), key=_target_order)
 
 
 def _cap_reduce_chains(tb) -> None:

@@ -9,16 +9,34 @@ no index can be stale.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ccxml.ir import Algo
+
+_TB_ORDER = attrgetter("send", "recv", "chan")
+_CHAN = attrgetter("chan")
 
 
 def number_steps(algo: Algo) -> None:
+    top = None                      # the highest channel of any TB
     for gpu in algo.gpus:
-        gpu.tbs = [tb for tb in gpu.tbs if tb.steps]
-        targets = {id(st.dep.tb) for tb in gpu.tbs for st in tb.steps if st.dep is not None}
-        gpu.tbs.sort(key=lambda tb: (id(tb) not in targets, tb.send, tb.recv, tb.chan))
-        for i, tb in enumerate(gpu.tbs):
-            tb.id = i
+        tbs = [tb for tb in gpu.tbs if tb.steps]
+        targets = set()             # membership only (TBs hash by identity): never iterated
+        for tb in tbs:
             for s, st in enumerate(tb.steps):
                 st._s = s
-    algo.nchannels = 1 + max((tb.chan for gpu in algo.gpus for tb in gpu.tbs), default=0)
+                dep = st.dep
+                if dep is not None:
+                    targets.add(dep.tb)
+        # sorted by (not a target, send, recv, chan): two stable sorts of the two groups
+        first = [tb for tb in tbs if tb in targets]
+        rest = [tb for tb in tbs if tb not in targets] if first else tbs
+        first.sort(key=_TB_ORDER)
+        rest.sort(key=_TB_ORDER)
+        gpu.tbs = tbs = first + rest
+        for i, tb in enumerate(tbs):
+            tb.id = i
+        if tbs:
+            chan = max(map(_CHAN, tbs))
+            top = chan if top is None else max(top, chan)
+    algo.nchannels = 1 + (0 if top is None else top)

@@ -14,6 +14,8 @@ Guarantees, per GPU and channel:
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ccxml.ir import GPU, TB, Algo, Step
 
 
@@ -24,84 +26,117 @@ def assign_threadblocks(algo: Algo) -> None:
 
 def _assign_gpu(gpu: GPU) -> None:
     steps = gpu.pending
-    by_chan: dict[int, tuple[set[int], set[int]]] = {}
-    for st in steps:
-        peers = by_chan.get(st.chan)
-        if peers is None:
-            peers = by_chan[st.chan] = (set(), set())
-        if st.send_peer >= 0:
-            peers[0].add(st.send_peer)
-        if st.recv_peer >= 0:
-            peers[1].add(st.recv_peer)
+    chans = sorted({st.chan for st in steps})
+    if len(chans) == 1:
+        groups = {chans[0]: steps}
+    else:
+        groups = {chan: [] for chan in chans}
+        for st in steps:
+            groups[st.chan].append(st)
 
-    send_tb: dict[tuple[int, int], TB] = {}
-    recv_tb: dict[tuple[int, int], TB] = {}
-    for chan in sorted(by_chan):
-        sends, recvs = by_chan[chan]
-        if len(sends) <= 1 and len(recvs) <= 1 and (sends or recvs):
+    # communicating steps go to the TB of their connection, appended in issue order; each TB
+    # lives on one channel, so the issue order within a channel's group is the TB's order
+    local_steps = False
+    for chan, group in groups.items():
+        send_tb, recv_tb = _channel_tbs(gpu, chan, group)
+        for st in group:
+            peer = st.send_peer
+            if peer >= 0:
+                tb = send_tb[peer]
+            else:
+                peer = st.recv_peer
+                if peer < 0:
+                    local_steps = True
+                    continue
+                tb = recv_tb[peer]
+            st.tb = tb
+            t = st.type            # _append, inlined: a call per step costs a tenth of the pass
+            if t.sends:
+                st.send_index = tb.send_count
+                tb.send_count += 1
+            if t.receives:
+                st.recv_index = tb.recv_count
+                tb.recv_count += 1
+            tb.steps.append(st)
+    if local_steps:
+        _place_local_steps(gpu, steps)
+    gpu.pending = []
+
+
+def _append(tb: TB, st: Step) -> None:
+    """TB.add_step without its peer checks: the peers match by construction."""
+    t = st.type
+    if t.sends:
+        st.send_index = tb.send_count
+        tb.send_count += 1
+    if t.receives:
+        st.recv_index = tb.recv_count
+        tb.recv_count += 1
+    tb.steps.append(st)
+
+
+def _channel_tbs(gpu: GPU, chan: int, group: list[Step]) -> tuple[dict[int, TB], dict[int, TB]]:
+    """Create the TBs of one channel; return {send peer: TB} and {recv peer: TB}."""
+    sends = {p for p in {st.send_peer for st in group} if p >= 0}
+    recvs = {p for p in {st.recv_peer for st in group} if p >= 0}
+    send_tb: dict[int, TB] = {}
+    recv_tb: dict[int, TB] = {}
+    if len(sends) <= 1 and len(recvs) <= 1:
+        if sends or recvs:
             s = next(iter(sends), -1)
             r = next(iter(recvs), -1)
             tb = gpu.add_tb(TB(s, r, chan))
             if s >= 0:
-                send_tb[(chan, s)] = tb
+                send_tb[s] = tb
             if r >= 0:
-                recv_tb[(chan, r)] = tb
-            continue
-        for peer in sorted(sends & recvs):
-            tb = gpu.add_tb(TB(peer, peer, chan))
-            send_tb[(chan, peer)] = recv_tb[(chan, peer)] = tb
-        for peer in sorted(sends - recvs):
-            send_tb[(chan, peer)] = gpu.add_tb(TB(peer, -1, chan))
-        for peer in sorted(recvs - sends):
-            recv_tb[(chan, peer)] = gpu.add_tb(TB(-1, peer, chan))
+                recv_tb[r] = tb
+        return send_tb, recv_tb
+    for peer in sorted(sends & recvs):
+        send_tb[peer] = recv_tb[peer] = gpu.add_tb(TB(peer, peer, chan))
+    for peer in sorted(sends - recvs):
+        send_tb[peer] = gpu.add_tb(TB(peer, -1, chan))
+    for peer in sorted(recvs - sends):
+        recv_tb[peer] = gpu.add_tb(TB(-1, peer, chan))
+    return send_tb, recv_tb
 
-    # local steps: follow the producer of their source, else the next consumer of their output
-    local_steps = False
-    for st in steps:
-        if st.send_peer >= 0:
-            st.tb = send_tb[(st.chan, st.send_peer)]
-        elif st.recv_peer >= 0:
-            st.tb = recv_tb[(st.chan, st.recv_peer)]
-        else:
-            local_steps = True
-    if local_steps:
-        consumer = _first_consumers(steps)
-        local_tb: dict[int, TB] = {}
-        for st in steps:
-            if st.tb is not None:
-                continue
-            tb = None
-            for dep in reversed(st.dep_list):          # the latest producer first
-                tb = dep.tb
-                if tb is not None:
-                    break
-            if tb is None:
-                tb = consumer.get(st)
-            if tb is None:
-                tb = next((t for t in gpu.tbs if t.chan == st.chan), None)
-            if tb is None:
-                tb = local_tb.get(st.chan)
-                if tb is None:
-                    tb = local_tb[st.chan] = gpu.add_tb(TB(-1, -1, st.chan))
-            st.tb = tb
 
-    for st in steps:           # TB.add_step, inlined: the peers match by construction
-        tb = st.tb
-        t = st.type
-        if t.sends:
-            st.send_index = tb.send_count
-            tb.send_count += 1
-        if t.receives:
-            st.recv_index = tb.recv_count
-            tb.recv_count += 1
-        tb.steps.append(st)
-    gpu.pending = []
+def _place_local_steps(gpu: GPU, steps: list[Step]) -> None:
+    """Give each local step (the steps without a TB yet) a TB: the producer of its source, else
+    the next consumer of its output, else the channel's first TB, else a TB of its own; then
+    restore issue order in the TBs that received one."""
+    local_steps = [st for st in steps if st.tb is None]     # in issue order: producers first
+    consumer = _first_consumers(steps)
+    first_tb: dict[int, TB] | None = None
+    local_tb: dict[int, TB] = {}
+    for st in local_steps:
+        tb = None
+        for dep in reversed(st.dep_list):          # the latest producer first
+            tb = dep.tb
+            if tb is not None:
+                break
+        if tb is None:
+            tb = consumer.get(st)
+        if tb is None:
+            if first_tb is None:        # each channel's first TB (the earliest write wins)
+                first_tb = {t.chan: t for t in reversed(gpu.tbs)}
+            tb = first_tb.get(st.chan)
+        if tb is None:
+            tb = local_tb.get(st.chan)
+            if tb is None:
+                tb = local_tb[st.chan] = gpu.add_tb(TB(-1, -1, st.chan))
+        st.tb = tb
+    changed = {st.tb for st in local_steps}     # membership only: never iterated into output
+    for tb in changed:
+        tb.steps = []
+        tb.send_count = tb.recv_count = 0
+    for st in [st for st in steps if st.tb in changed]:
+        _append(st.tb, st)
 
 
 def _first_consumers(steps: list[Step]) -> dict[Step, TB]:
     """For each local step (no TB yet), the TB of the first communicating step depending on it."""
     out: dict[Step, TB] = {}
-    for st in steps:
+    for st in filter(attrgetter("dep_list"), steps):       # the steps with dependencies
         tb = st.tb
         if tb is None:
             continue
