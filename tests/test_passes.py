@@ -241,3 +241,32 @@ def test_reordering_one_compiled_tb_keeps_its_step_numbers():
     before = sorted(st.s for st in tb.steps)
     tb.sort_steps_by_index()
     assert sorted(st.s for st in tb.steps) == before == list(range(len(tb.steps)))
+
+
+def _compiled_ring(p: int = 4):
+    from ccxml.algorithms.ring import allreduce
+    return allreduce(p).compile("exec")
+
+
+@pytest.mark.parametrize("breakage, reason", [
+    ("cnt", r"link 0->1 chan 0: .* differ at message 0 \(cnt \[1\] vs \[2\]\)"),
+    ("one-sided", r"gpu 0 tb 0 chan 0 sends to 1, but gpu 1 has no TB receiving from 0"),
+    ("own peer", r"gpu 0 tb 0 chan 0: send peer 0 is not another rank of 0..3"),
+    ("extra receive", r"link 0->1 chan 0: gpu 0 tb 0 sends 6 messages, gpu 1 tb 0 receives 7"),
+])
+def test_check_links_rejects_a_broken_link_naming_it(breakage, reason):
+    from ccxml.passes import LinkError, check_links
+    algo = _compiled_ring()
+    check_links(algo)                               # the compiled schedule holds
+    rx = next(tb for tb in algo.gpus[1].tbs if tb.recv == 0)
+    first_recv = next(st for st in rx.steps if st.type.receives)
+    if breakage == "cnt":
+        first_recv.cnt = 2
+    elif breakage == "one-sided":
+        rx.recv = -1
+    elif breakage == "own peer":
+        algo.gpus[0].tbs[0].send = 0
+    else:
+        rx.steps.append(Step(StepType.RECV, 1, dst=first_recv.dst, recv_peer=0))
+    with pytest.raises(LinkError, match=reason):
+        check_links(algo)
