@@ -48,44 +48,81 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
            for tb in tbs):
         return
     # dense numbering: a step's gid (kept in ``_s`` while this pass runs; numbered later),
-    # where each step sits (TB number, position), and its cost (itself plus the nops its
-    # dependencies will need)
-    where: list[tuple[int, int]] = []
-    cost: list[int] = []
+    # the TB number of each gid and the first gid of each TB, and each step's cost (itself
+    # plus the nops its dependencies will need)
+    steps = [st for tb in tbs for st in tb.steps]
+    n = len(steps)
+    cost = [1] * n
+    for g, st in enumerate(steps):
+        st._s = g
+        if len(st.dep_list) > 1:
+            cost[g] += nop_cost(st)
+    tb_of: list[int] = []
+    base: list[int] = []
     for t, tb in enumerate(tbs):
-        for i, st in enumerate(tb.steps):
-            st._s = len(where)
-            where.append((t, i))
-            cost.append(1 + nop_cost(st) if len(st.dep_list) > 1 else 1)
+        base.append(len(tb_of))
+        tb_of += [t] * len(tb.steps)
     # A segment per event: the receive and the send half of a fused step may end up in two
     # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
     # rcs steps be cut at all: every link cuts at the same message.
-    n = len(where)
     rseg, sseg = [0] * n, [0] * n
     plans = [_plan(tb, cost) for tb in tbs]
-    saved = [([0] * (len(tb.steps) + 1), [0] * (len(tb.steps) + 1)) for tb in tbs]
-    dirty = [0] * len(tbs)                      # first position pushed since the last walk
-    last = [len(plan) for plan in plans]        # last position pushed since the last walk
-    pending = deque(range(len(tbs)))
-    queued = [True] * len(tbs)
-    for _ in range(50 * len(tbs) + 1000):
-        if not pending:
-            break
-        t = pending.popleft()
-        queued[t] = False
-        start, dirty[t] = dirty[t], len(plans[t])
-        stop, last[t] = last[t], -1
-        for g in _walk(plans[t], start, stop, saved[t], rseg, sseg, limit):
-            pt, pi = where[g]
-            if pi < dirty[pt]:
-                dirty[pt] = pi
-            if pi > last[pt]:
-                last[pt] = pi
-            if not queued[pt]:
-                queued[pt] = True
-                pending.append(pt)
-    else:  # pragma: no cover - segments only grow and are bounded by the step count
-        raise LimitError("could not split thread blocks across channels (no fixed point)")
+    # Segments only grow and every walk is monotone in them, so any order of walks reaches the
+    # same (least) fixed point. Walking piece by piece (round k assigns the halves of piece k
+    # on every TB before any TB goes on to piece k + 1) settles each cut while only the few
+    # steps around it are re-walked; walking every TB to its end would re-walk the rest of
+    # the TB once per cut that travels around a ring.
+    ntb = len(tbs)
+    saved = [_fresh_state(len(plan)) for plan in plans]
+    dirty = [0] * ntb                           # first position whose halves may change
+    last = [-1] * ntb                           # last position pushed since it was walked
+    reached = [0] * ntb                         # furthest position any walk stopped at
+    waiting: dict[int, list[int]] = {0: list(range(ntb))}   # round -> TBs to look at then
+    queued = [False] * ntb
+    while waiting:
+        k = min(waiting)
+        if k > 2 * n:  # pragma: no cover - segments are bounded by the step count
+            raise LimitError("could not split thread blocks across channels (no fixed point)")
+        pending: deque[int] = deque()
+        for t in waiting.pop(k):
+            d = dirty[t]
+            if not queued[t] and d < len(plans[t]) and saved[t][0][d] <= k:
+                queued[t] = True
+                pending.append(t)
+        while pending:
+            t = pending.popleft()
+            queued[t] = False
+            plan, curs = plans[t], saved[t][0]
+            touched, pos, matched = _walk(plan, dirty[t], last[t], saved[t], rseg, sseg, limit, k)
+            if matched:                         # from ``pos`` on the previous walks still hold
+                last[t], pos = -1, reached[t]
+            elif last[t] < pos:
+                last[t] = -1
+            if pos < len(plan) and last[t] < pos:
+                last[t] = pos                   # the state saved at ``pos`` is where to resume
+            if pos > reached[t]:
+                reached[t] = pos
+            dirty[t] = pos
+            if pos < len(plan):
+                if curs[pos] <= k:
+                    queued[t] = True
+                    pending.append(t)
+                else:
+                    waiting.setdefault(curs[pos], []).append(t)
+            for g in touched:
+                pt = tb_of[g]
+                pi = g - base[pt]
+                if pi > last[pt]:
+                    last[pt] = pi
+                if pi < dirty[pt]:
+                    dirty[pt] = pi
+                    if not queued[pt]:
+                        key = saved[pt][0][pi]
+                        if key <= k:
+                            queued[pt] = True
+                            pending.append(pt)
+                        else:
+                            waiting.setdefault(key, []).append(pt)
 
     width = max(tb.chan for tb in tbs) + 1
     top = max(max(rseg), max(sseg))
@@ -111,25 +148,39 @@ def _plan(tb: TB, cost: list[int]) -> list[tuple]:
     return plan
 
 
-def _walk(plan, start, stop, saved, rseg, sseg, limit):
+def _fresh_state(npos: int) -> tuple[list[int], list[int]]:
+    """Walk states (piece, steps used in it) before each position of a TB with ``npos`` steps:
+    (0, 0) before the first one, none yet (-1) elsewhere."""
+    curs, useds = [-1] * (npos + 1), [-1] * (npos + 1)
+    curs[0] = useds[0] = 0
+    return curs, useds
+
+
+def _walk(plan, start, stop, saved, rseg, sseg, limit, k):
     """Assign pieces to one TB's step halves from position ``start`` on (each half no earlier
-    than its partner's piece); push partners that must move later; return the gids of the
-    pushed partners. ``saved`` keeps the walk's state before every position; past ``stop`` (the
-    last position pushed since the previous walk) nothing changed, so the walk ends as soon as
-    it reaches the state the previous walk had there."""
+    than its partner's piece), up to the first position that would start in a piece after
+    ``k``; push partners that must move later. Return (gids of the pushed partners, position
+    reached, whether the walk ended because it met the previous walks' state).
+
+    ``saved`` keeps the walk's state before every position walked so far; past ``stop`` (the
+    last position pushed since it was walked) nothing changed, so reaching the state a previous
+    walk had there means that walk's results still hold up to where it stopped."""
     touched = []
     curs, useds = saved
     cur, used = curs[start], useds[start]
     for i in range(start, len(plan)):
+        if cur > k:                             # piece k is done on this TB for now
+            curs[i], useds[i] = cur, used
+            return touched, i, False
         if i > stop and cur == curs[i] and used == useds[i]:
-            return touched
+            return touched, i, True
         curs[i], useds[i] = cur, used
         sid, has_r, has_s, cost, rp, sp = plan[i]
         unit = -1
         if has_r:
-            k = rseg[sid]
-            if k > cur:
-                cur, used = k, 0
+            k_ = rseg[sid]
+            if k_ > cur:
+                cur, used = k_, 0
             c = cost + (1 if cur and not used else 0)
             if used and used + c > limit:
                 cur, used, c = cur + 1, 0, cost + 1
@@ -140,9 +191,9 @@ def _walk(plan, start, stop, saved, rseg, sseg, limit):
                 sseg[rp] = cur
                 touched.append(rp)
         if has_s:
-            k = sseg[sid]
-            if k > cur:
-                cur, used = k, 0
+            k_ = sseg[sid]
+            if k_ > cur:
+                cur, used = k_, 0
             if unit != cur:                    # the send half starts a new unit of work
                 c = cost + (1 if cur and not used else 0)
                 if used and used + c > limit:
@@ -153,7 +204,7 @@ def _walk(plan, start, stop, saved, rseg, sseg, limit):
                 rseg[sp] = cur
                 touched.append(sp)
     curs[len(plan)], useds[len(plan)] = cur, used
-    return touched
+    return touched, len(plan), False
 
 
 _UNFUSED = {RECV_COPY_SEND: RECV,
