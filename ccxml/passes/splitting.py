@@ -16,11 +16,14 @@ Raises :class:`LimitError` when the pieces would need a channel above the profil
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
+from itertools import compress
+from operator import ne
 
 from ccxml.ir import GPU, TB, Algo, Step
 from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
-                        RECV_REDUCE_SEND, SEND, Profile)
+                        RECV_REDUCE_SEND, SEND, Profile, StepType)
 
 
 class LimitError(ValueError):
@@ -31,61 +34,133 @@ def nop_cost(step: Step) -> int:
     """``nop``s the dependency build will put in front of ``step`` (an upper bound)."""
     if len(step.dep_list) < 2:
         return 0
-    own = step.tb.origin if step.tb is not None else None
-    targets = set()
+    tb = step.tb
+    own = tb.origin if tb is not None else None
+    others: list[TB] | None = None              # origins of the other TBs waited on (few)
     for d in step.dep_list:
         while d.merged_into is not None:
             d = d.merged_into
-        if d.tb is not None and d.tb.origin is not own:
-            targets.add(d.tb.origin)
-    return max(0, len(targets) - 1)
+        dtb = d.tb
+        if dtb is not tb and dtb is not None:
+            origin = dtb.origin
+            if origin is not own:
+                if others is None:
+                    others = [origin]
+                elif origin not in others:
+                    others.append(origin)
+    return len(others) - 1 if others else 0
+
+
+# what the walk does with a step: assign a receive half (also steps without link traffic),
+# a send half, or both
+_HALVES = {t: (1 if t.receives or not t.sends else 0) | (2 if t.sends else 0) for t in StepType}
 
 
 def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
+    """Cut every TB longer than ``profile.max_steps_per_tb`` into pieces on extra channels
+    (see the module docstring for the guarantees); leave the schedule alone when all fit."""
     limit = profile.max_steps_per_tb
     tbs = [tb for gpu in algo.gpus for tb in gpu.tbs]
-    if all(len(tb.steps) + sum(nop_cost(st) for st in tb.steps if len(st.dep_list) > 1) <= limit
-           for tb in tbs):
+    # nops come only from dependencies on other TBs of the same GPU: none where it has one TB
+    if all(len(tb.steps) <= limit for tb in tbs) and all(
+            len(tb.steps) + sum(nop_cost(st) for st in tb.steps if len(st.dep_list) > 1) <= limit
+            for gpu in algo.gpus if len(gpu.tbs) > 1 for tb in gpu.tbs):
         return
-    # dense numbering: a step's gid (kept in ``_s`` while this pass runs; numbered later),
-    # where each step sits (TB number, position), and its cost (itself plus the nops its
-    # dependencies will need)
-    where: list[tuple[int, int]] = []
-    cost: list[int] = []
+    # dense numbering: a step's gid (kept in ``_s`` while this pass runs; numbered later) runs
+    # through the TBs in order, so TB t holds gids base[t] .. base[t] + len - 1. Per gid: what
+    # the walk assigns (_HALVES), the cost (the step plus the nops its dependencies will need)
+    # and the gids of the link partners (-1: none).
+    steps = [st for tb in tbs for st in tb.steps]
+    n = len(steps)
+    # one pass over the steps (at this size every pass over them costs cache misses)
+    halves = [0] * n
+    send_to: list[Step | None] = [None] * n
+    for g, st in enumerate(steps):
+        st._s = g
+        halves[g] = _HALVES[st.type]
+        send_to[g] = st.send_to
+    cost = [1] * n
+    for gpu in algo.gpus:
+        if len(gpu.tbs) > 1:                    # (no nops on a GPU with one TB, see above)
+            for tb in gpu.tbs:
+                for st in tb.steps:
+                    if len(st.dep_list) > 1:
+                        c = nop_cost(st)
+                        if c:
+                            cost[st._s] += c
+    spart = [-1 if st is None else st._s for st in send_to]
+    rpart = [-1] * n                            # links are matched both ways: from the senders
+    for g, p in enumerate(spart):
+        if p >= 0:
+            rpart[p] = g
+    tb_of: list[int] = []
+    base: list[int] = []
     for t, tb in enumerate(tbs):
-        for i, st in enumerate(tb.steps):
-            st._s = len(where)
-            where.append((t, i))
-            cost.append(1 + nop_cost(st) if len(st.dep_list) > 1 else 1)
+        base.append(len(tb_of))
+        tb_of += [t] * len(tb.steps)
+    base.append(n)
     # A segment per event: the receive and the send half of a fused step may end up in two
     # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
-    # rcs steps be cut at all: every link cuts at the same message.
-    n = len(where)
+    # rcs steps be cut at all: every link cuts at the same message. A send-only step's rseg
+    # is its piece too, so rseg holds every step's (first) piece.
     rseg, sseg = [0] * n, [0] * n
-    plans = [_plan(tb, cost) for tb in tbs]
-    saved = [([0] * (len(tb.steps) + 1), [0] * (len(tb.steps) + 1)) for tb in tbs]
-    dirty = [0] * len(tbs)                      # first position pushed since the last walk
-    last = [len(plan) for plan in plans]        # last position pushed since the last walk
-    pending = deque(range(len(tbs)))
-    queued = [True] * len(tbs)
-    for _ in range(50 * len(tbs) + 1000):
-        if not pending:
-            break
-        t = pending.popleft()
-        queued[t] = False
-        start, dirty[t] = dirty[t], len(plans[t])
-        stop, last[t] = last[t], -1
-        for g in _walk(plans[t], start, stop, saved[t], rseg, sseg, limit):
-            pt, pi = where[g]
-            if pi < dirty[pt]:
-                dirty[pt] = pi
-            if pi > last[pt]:
-                last[pt] = pi
-            if not queued[pt]:
-                queued[pt] = True
-                pending.append(pt)
-    else:  # pragma: no cover - segments only grow and are bounded by the step count
-        raise LimitError("could not split thread blocks across channels (no fixed point)")
+    # Segments only grow and every walk is monotone in them, so any order of walks reaches the
+    # same (least) fixed point. Walking piece by piece (round k assigns the halves of piece k
+    # on every TB before any TB goes on to piece k + 1) settles each cut while only the few
+    # steps around it are re-walked; walking every TB to its end would re-walk the rest of
+    # the TB once per cut that travels around a ring.
+    ntb = len(tbs)
+    walk = _Walk(halves, cost, rpart, spart, rseg, sseg, limit)
+    saved = [_fresh_state(base[t + 1] - base[t]) for t in range(ntb)]
+    dirty = [0] * ntb                           # first position whose halves may change
+    last = [-1] * ntb                           # last position pushed since it was walked
+    reached = [0] * ntb                         # furthest position any walk stopped at
+    waiting: dict[int, list[int]] = {0: list(range(ntb))}   # round -> TBs to look at then
+    queued = [False] * ntb
+    while waiting:
+        k = min(waiting)
+        if k > 2 * n:  # pragma: no cover - segments are bounded by the step count
+            raise LimitError("could not split thread blocks across channels (no fixed point)")
+        pending: deque[int] = deque()
+        for t in waiting.pop(k):
+            d = dirty[t]
+            if not queued[t] and d < base[t + 1] - base[t] and saved[t][0][d] <= k:
+                queued[t] = True
+                pending.append(t)
+        while pending:
+            t = pending.popleft()
+            queued[t] = False
+            size, curs = base[t + 1] - base[t], saved[t][0]
+            touched, pos, matched = walk(base[t], size, dirty[t], last[t], saved[t], k)
+            if matched:                         # from ``pos`` on the previous walks still hold
+                last[t], pos = -1, reached[t]
+            elif last[t] < pos:
+                last[t] = -1
+            if pos < size and last[t] < pos:
+                last[t] = pos                   # the state saved at ``pos`` is where to resume
+            if pos > reached[t]:
+                reached[t] = pos
+            dirty[t] = pos
+            if pos < size:
+                if curs[pos] <= k:
+                    queued[t] = True
+                    pending.append(t)
+                else:
+                    waiting.setdefault(curs[pos], []).append(t)
+            for g in touched:
+                pt = tb_of[g]
+                pi = g - base[pt]
+                if pi > last[pt]:
+                    last[pt] = pi
+                if pi < dirty[pt]:
+                    dirty[pt] = pi
+                    if not queued[pt]:
+                        key = saved[pt][0][pi]
+                        if key <= k:
+                            queued[pt] = True
+                            pending.append(pt)
+                        else:
+                            waiting.setdefault(key, []).append(pt)
 
     width = max(tb.chan for tb in tbs) + 1
     top = max(max(rseg), max(sseg))
@@ -96,64 +171,89 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
             f"limit is {profile.max_steps_per_tb} per TB, and splitting it needs channel "
             f"{top * width + width - 1} > {profile.max_chan}: use --target legacy "
             f"(256 steps per TB) or fewer --channels")
-    seg = _unfuse_cut_steps(tbs, rseg, sseg)
+    # the fused steps whose halves fell into two pieces (rseg and sseg differ on other steps too)
+    cut = [g for g in compress(range(n), map(ne, rseg, sseg)) if halves[g] == 3]
+    send_half = _unfuse_cut_steps(algo, [steps[g] for g in cut])
     for gpu in algo.gpus:
-        _rebuild_gpu(gpu, seg, width)
+        _rebuild_gpu(gpu, rseg, sseg, send_half, width)
 
 
-def _plan(tb: TB, cost: list[int]) -> list[tuple]:
-    """Per step: (gid, receives?, sends?, cost, recv partner gid, send partner gid) (-1: none)."""
-    plan = []
-    for st in tb.steps:
-        rp, sp, t, g = st.recv_from, st.send_to, st.type, st._s
-        plan.append((g, t.receives or not t.sends, t.sends, cost[g],
-                     rp._s if rp is not None else -1, sp._s if sp is not None else -1))
-    return plan
+def _fresh_state(npos: int) -> tuple[list[int], list[int]]:
+    """Walk states (piece, steps used in it) before each position of a TB with ``npos`` steps:
+    (0, 0) before the first one, none yet (-1) elsewhere."""
+    curs, useds = [-1] * (npos + 1), [-1] * (npos + 1)
+    curs[0] = useds[0] = 0
+    return curs, useds
 
 
-def _walk(plan, start, stop, saved, rseg, sseg, limit):
-    """Assign pieces to one TB's step halves from position ``start`` on (each half no earlier
-    than its partner's piece); push partners that must move later; return the gids of the
-    pushed partners. ``saved`` keeps the walk's state before every position; past ``stop`` (the
-    last position pushed since the previous walk) nothing changed, so the walk ends as soon as
-    it reaches the state the previous walk had there."""
-    touched = []
-    curs, useds = saved
-    cur, used = curs[start], useds[start]
-    for i in range(start, len(plan)):
-        if i > stop and cur == curs[i] and used == useds[i]:
-            return touched
-        curs[i], useds[i] = cur, used
-        sid, has_r, has_s, cost, rp, sp = plan[i]
-        unit = -1
-        if has_r:
-            k = rseg[sid]
-            if k > cur:
-                cur, used = k, 0
-            c = cost + (1 if cur and not used else 0)
-            if used and used + c > limit:
-                cur, used, c = cur + 1, 0, cost + 1
-            used += c
-            unit = cur
-            rseg[sid] = cur
-            if rp >= 0 and sseg[rp] < cur:
-                sseg[rp] = cur
-                touched.append(rp)
-        if has_s:
-            k = sseg[sid]
-            if k > cur:
-                cur, used = k, 0
-            if unit != cur:                    # the send half starts a new unit of work
+class _Walk:
+    """The walk over one TB's steps (a callable holding the per-gid tables)."""
+
+    __slots__ = ("halves", "cost", "rpart", "spart", "rseg", "sseg", "limit")
+
+    def __init__(self, halves, cost, rpart, spart, rseg, sseg, limit):
+        self.halves, self.cost, self.rpart, self.spart = halves, cost, rpart, spart
+        self.rseg, self.sseg, self.limit = rseg, sseg, limit
+
+    def __call__(self, b, size, start, stop, saved, k):
+        """Assign pieces to the step halves of the TB whose gids start at ``b`` from position
+        ``start`` on (each half no earlier than its partner's piece), up to the first position
+        that would start in a piece after ``k``; push partners that must move later. Return
+        (gids of the pushed partners, position reached, whether the walk ended because it met
+        the previous walks' state).
+
+        ``saved`` keeps the walk's state before every position walked so far; past ``stop``
+        (the last position pushed since it was walked) nothing changed, so reaching the state a
+        previous walk had there means that walk's results still hold up to where it stopped."""
+        halves, costs, rpart, spart = self.halves, self.cost, self.rpart, self.spart
+        rseg, sseg, limit = self.rseg, self.sseg, self.limit
+        touched = []
+        curs, useds = saved
+        cur, used = curs[start], useds[start]
+        for i in range(start, size):
+            if cur > k:                         # piece k is done on this TB for now
+                curs[i], useds[i] = cur, used
+                return touched, i, False
+            if i > stop and cur == curs[i] and used == useds[i]:
+                return touched, i, True
+            curs[i], useds[i] = cur, used
+            sid = b + i
+            h = halves[sid]
+            unit = -1
+            if h & 1:
+                m = rseg[sid]
+                if m > cur:
+                    cur, used = m, 0
+                cost = costs[sid]
                 c = cost + (1 if cur and not used else 0)
                 if used and used + c > limit:
                     cur, used, c = cur + 1, 0, cost + 1
                 used += c
-            sseg[sid] = cur
-            if sp >= 0 and rseg[sp] < cur:
-                rseg[sp] = cur
-                touched.append(sp)
-    curs[len(plan)], useds[len(plan)] = cur, used
-    return touched
+                unit = cur
+                rseg[sid] = cur
+                p = rpart[sid]
+                if p >= 0 and sseg[p] < cur:
+                    sseg[p] = cur
+                    touched.append(p)
+            if h & 2:
+                m = sseg[sid]
+                if m > cur:
+                    cur, used = m, 0
+                if unit != cur:                 # the send half starts a new unit of work
+                    cost = costs[sid]
+                    c = cost + (1 if cur and not used else 0)
+                    if used and used + c > limit:
+                        cur, used, c = cur + 1, 0, cost + 1
+                    used += c
+                sseg[sid] = cur
+                if unit < 0:                    # a send-only step: rseg holds its piece too
+                    rseg[sid] = cur
+                p = spart[sid]
+                if p >= 0 and rseg[p] < cur:
+                    rseg[p] = cur
+                    touched.append(p)
+        curs[size], useds[size] = cur, used
+        return touched, size, False
 
 
 _UNFUSED = {RECV_COPY_SEND: RECV,
@@ -161,67 +261,90 @@ _UNFUSED = {RECV_COPY_SEND: RECV,
             RECV_REDUCE_SEND: RECV_REDUCE_COPY}
 
 
-def _unfuse_cut_steps(tbs: list[TB], rseg: list[int], sseg: list[int]) -> dict[Step, int]:
-    """Split fused steps whose halves fell into two pieces; return step -> piece."""
-    seg: dict[Step, int] = {}
-    moved: dict[Step, Step] = {}
-    for tb in tbs:
-        out: list[Step] = []
-        for st in tb.steps:
-            g = st._s
-            t = st.type
-            r = rseg[g] if t.receives or not t.sends else None
-            s = sseg[g] if t.sends else None
-            if r is not None and s is not None and r != s:
-                send = Step(SEND, st.gpu, src=st.dst, cnt=st.cnt, send_peer=st.send_peer,
-                            chan=st.chan, original_index=st.original_index)
-                send.tb = tb
-                send.send_to = st.send_to
-                st.send_to.recv_from = send
-                st.type = _UNFUSED[t]
-                st.send_to, st.send_peer = None, -1
-                seg[st], seg[send] = r, s
-                moved[st] = send
-                out += [st, send]
-            else:
-                seg[st] = r if r is not None else (s if s is not None else 0)
-                out.append(st)
-        tb.steps = out
-    if moved:
-        # steps of other TBs that waited on a now-unfused step also wait for its send half
-        for tb in tbs:
+def _unfuse_cut_steps(algo: Algo, cut: list[Step]) -> dict[Step, Step]:
+    """Split each fused step of ``cut`` into its receive (the step itself) and a new send
+    step; return step -> its new send half."""
+    send_half: dict[Step, Step] = {}
+    for st in cut:
+        send = Step(SEND, st.gpu, src=st.dst, cnt=st.cnt, send_peer=st.send_peer,
+                    chan=st.chan, original_index=st.original_index)
+        send.tb = st.tb
+        send.send_to = st.send_to
+        st.send_to.recv_from = send
+        st.type = _UNFUSED[st.type]
+        st.send_to, st.send_peer = None, -1
+        send_half[st] = send
+    # steps of other TBs that waited on a now-unfused step also wait for its send half
+    # (dependencies never cross GPUs, so only GPUs with a cut step and other TBs can have any)
+    gpus = {st.gpu for st in cut}
+    for gpu in algo.gpus:
+        if gpu.id not in gpus or len(gpu.tbs) < 2:
+            continue
+        for tb in gpu.tbs:
             for st in tb.steps:
-                for i, d in enumerate(st.dep_list):
-                    d = d.resolved()
-                    send = moved.get(d)
-                    if send is not None and d.tb is not st.tb:
-                        st.dep_list[i] = send
-    return seg
+                deps = st.dep_list
+                for i, d in enumerate(deps):
+                    while d.merged_into is not None:
+                        d = d.merged_into
+                    send = send_half.get(d)
+                    if send is not None and d.tb is not tb:
+                        deps[i] = send
+    return send_half
 
 
-def _rebuild_gpu(gpu: GPU, seg: dict[Step, int], width: int) -> None:
+def _rebuild_gpu(gpu: GPU, rseg: list[int], sseg: list[int], send_half: dict[Step, Step],
+                 width: int) -> None:
+    """Replace the GPU's TBs by their pieces (piece k of a TB on channel chan + k·width)."""
     old = gpu.tbs
     gpu.tbs, gpu.channel_usage, gpu._index = [], {}, {}
     for tb in old:
-        pieces: dict[int, list[Step]] = {}
-        for st in tb.steps:
-            k = seg[st]
-            group = pieces.get(k)
-            if group is None:
-                pieces[k] = [st]
-            else:
-                group.append(st)
+        steps = tb.steps
+        if not steps:
+            continue
+        # a TB's pieces are consecutive runs of its steps (a walk's piece never decreases);
+        # the send half of a cut step opens the run of its piece
+        b = steps[0]._s
+        seg = rseg[b:b + len(steps)]
+        pieces: list[tuple[int, list[Step]]] = []
+        carry: tuple[int, Step] | None = None   # a cut step's send half and its piece
+        i = 0
+        while i < len(steps):
+            k = seg[i]
+            j = bisect_right(seg, k, i)
+            run = steps[i:j]
+            if carry is not None:
+                if carry[0] == k:
+                    run.insert(0, carry[1])
+                else:
+                    pieces.append((carry[0], [carry[1]]))
+                carry = None
+            pieces.append((k, run))
+            send = send_half.get(steps[j - 1])  # only the last step of a run can be cut
+            if send is not None:
+                carry = (sseg[b + j - 1], send)
+            i = j
+        if carry is not None:
+            pieces.append((carry[0], [carry[1]]))
         prev_last: Step | None = None
-        for k in sorted(pieces):
-            steps = pieces[k]
-            send = tb.send if any(st.type.sends for st in steps) else -1
-            recv = tb.recv if any(st.type.receives for st in steps) else -1
-            piece = TB(send, recv, tb.chan + k * width)
+        for k, run in pieces:
+            piece = TB(tb.send, tb.recv, tb.chan + k * width)
             piece.origin, piece.segment = tb, k
+            ns = nr = 0
+            # numbered as TB.add_step does (the steps already passed its peer checks in ``tb``)
+            for st in run:
+                t = st.type
+                if t.sends:
+                    st.send_index, ns = ns, ns + 1
+                if t.receives:
+                    st.recv_index, nr = nr, nr + 1
+                st.tb = piece
+            if not ns:
+                piece.send = -1
+            if not nr:
+                piece.recv = -1
+            piece.steps, piece.send_count, piece.recv_count = run, ns, nr
             gpu.add_tb(piece)
-            for st in steps:
-                piece.add_step(st)
             if prev_last is not None:
-                steps[0].add_dep(prev_last)
-            prev_last = steps[-1]
+                run[0].add_dep(prev_last)
+            prev_last = run[-1]
         tb.steps = []
