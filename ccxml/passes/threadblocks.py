@@ -50,14 +50,7 @@ def _assign_gpu(gpu: GPU) -> None:
                     continue
                 tb = recv_tb[peer]
             st.tb = tb
-            t = st.type            # _append, inlined: a call per step costs a tenth of the pass
-            if t.sends:
-                st.send_index = tb.send_count
-                tb.send_count += 1
-            if t.receives:
-                st.recv_index = tb.recv_count
-                tb.recv_count += 1
-            tb.steps.append(st)
+            _append(tb, st)
     if local_steps:
         _place_local_steps(gpu, steps)
     gpu.pending = []
