@@ -67,12 +67,12 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
     tb_of = [0] * n                     # dense TB number of each step
     wait_for = [0] * n                  # a send's receive (number) to wait for, in its TB
     receives = [False] * n
-    i = 0
     for t, tb in enumerate(tbs):
         last_send = last_recv = -1
         both = tb.recv >= 0
         nrecv = tb.recv_count
         for st in tb.steps:
+            i = st._s                   # reuses the number's int object: no allocation
             tb_of[i] = t
             ty = st.type
             deg = 0
@@ -110,7 +110,6 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 last_recv = i
             prio[i] = (key * m + st.original_index) * n + i
             indeg[i] = deg
-            i += 1
     heap = [prio[i] for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)
     placed: list[list[Step]] = [[] for _ in tbs]
