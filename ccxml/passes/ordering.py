@@ -115,17 +115,22 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
     placed: list[list[Step]] = [[] for _ in tbs]
     recvs_placed = [0] * len(tbs)
     held: dict[int, list[int]] = {}     # TB number -> sends waiting for an earlier receive
+    held_order: list[int] = []          # the same entries in one heap (stale ones skipped)
+    is_held = bytearray(n)
     forced = bytearray(n)               # sends let go because nothing else could move
     heappush, heappop = heapq.heappush, heapq.heappop
     count = 0
     while heap or held:
         if not heap:                    # alternation impossible here: let one held send go,
-            t = min(held, key=lambda t: min(held[t]))   # the first in priority order
+            entry = heappop(held_order)                 # the first in priority order
+            while not is_held[entry % n]:
+                entry = heappop(held_order)
+            t = tb_of[entry % n]
             entries = held[t]
-            entry = min(entries)
             entries.remove(entry)
             if not entries:
                 del held[t]
+            is_held[entry % n] = 0
             forced[entry % n] = 1
             heappush(heap, entry)
         entry = heappop(heap)
@@ -133,6 +138,8 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
         t = tb_of[i]
         if recvs_placed[t] < wait_for[i] and not forced[i]:
             held.setdefault(t, []).append(entry)
+            heappush(held_order, entry)
+            is_held[i] = 1
             continue
         placed[t].append(steps[i])
         count += 1
@@ -142,6 +149,7 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             if waiting:
                 for w in waiting:
                     heappush(heap, w)
+                    is_held[w % n] = 0
         for j in succ[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
