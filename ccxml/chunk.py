@@ -360,9 +360,13 @@ class Program:
         dependencies need no rounds; this orders independent transfers that the algorithm runs
         one after another. Call it after issuing each step's transfers.
         """
+        marks = self._round_mark
         for gpu in self.algo.gpus:
-            fresh = gpu.pending[self._round_mark[gpu.id]:]
-            self._round_mark[gpu.id] = len(gpu.pending)
+            pending = gpu.pending
+            if len(pending) == marks[gpu.id]:
+                continue                    # nothing issued on this rank since the last round
+            fresh = pending[marks[gpu.id]:]
+            marks[gpu.id] = len(pending)
             first: dict[tuple[int, int, int], Step] = {}
             last: dict[tuple[int, int, int], Step] = {}
             for st in fresh:
