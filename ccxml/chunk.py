@@ -220,6 +220,8 @@ class Program:
                 self._aliased, self._alias = OUTPUT, INPUT
                 self._alias_shift = [-x for x in shifts]
         self._round_mark = [0] * ngpus
+        self._issued_on = bytearray(ngpus)   # ranks with steps issued since the last round...
+        self._issued_ranks: list[int] = []   # ...in the order they got their first one
         self._round_last: list[list[Step]] = [[] for _ in range(ngpus)]
         self._seq = 0
         # per rank, per chunk key (index·4 + buffer code): the last writer, and the readers since
@@ -284,6 +286,9 @@ class Program:
         if dst is not None and type.writes_dst:
             self._write(step, dst, cnt, gpu)
         self._pending[gpu].append(step)
+        if not self._issued_on[gpu]:
+            self._issued_on[gpu] = 1
+            self._issued_ranks.append(gpu)
         return step
 
     def _read_one(self, step: Step, key: int, gpu: int) -> None:
@@ -360,13 +365,14 @@ class Program:
         dependencies need no rounds; this orders independent transfers that the algorithm runs
         one after another. Call it after issuing each step's transfers.
         """
-        marks = self._round_mark
-        for gpu in self.algo.gpus:
+        marks, gpus = self._round_mark, self.algo.gpus
+        ranks, self._issued_ranks = self._issued_ranks, []
+        for r in ranks:                     # only ranks with steps issued since the last round
+            self._issued_on[r] = 0
+            gpu = gpus[r]
             pending = gpu.pending
-            if len(pending) == marks[gpu.id]:
-                continue                    # nothing issued on this rank since the last round
-            fresh = pending[marks[gpu.id]:]
-            marks[gpu.id] = len(pending)
+            fresh = pending[marks[r]:]
+            marks[r] = len(pending)
             first: dict[tuple[int, int, int], Step] = {}
             last: dict[tuple[int, int, int], Step] = {}
             for st in fresh:
