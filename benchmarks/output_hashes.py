@@ -1,0 +1,58 @@
+"""One line per generated file: case and MD5 of its XML — to show a speed change alters nothing.
+
+    python benchmarks/output_hashes.py > before.txt
+    ... change the compiler ...
+    python benchmarks/output_hashes.py > after.txt && diff before.txt after.txt
+
+Cases: every flat algorithm × every collective it supports × 2, 3, 4, 5, 8, 13 and 33 ranks × the
+three targets, the hierarchical algorithms on 2×3, 3×4 and 4×4 servers × ranks, and a few large
+ones (ring and pairwise 256, ring 128 legacy). A case the generator rejects prints its error
+instead of a hash, so a changed verdict shows too. ``--quick`` skips the large cases.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+
+from ccxml.algorithms import REGISTRY, get
+from ccxml.commands_generate import generate_text
+from ccxml.topology import Topology
+
+FLAT = ("ring", "mesh", "rhd", "pairwise", "star", "nhr", "nb")
+RANKS = (2, 3, 4, 5, 8, 13, 33)
+SHAPES = ((2, 3), (3, 4), (4, 4))
+LARGE = (("ring", "allreduce", 256, "exec"), ("pairwise", "alltoall", 256, "exec"),
+         ("ring", "allreduce", 128, "legacy"))
+
+
+def line(label: str, alg: str, coll: str, ranks: int, target: str, **kw) -> str:
+    try:
+        text, _ = generate_text(alg, coll, ranks, target=target, **kw)
+        digest = hashlib.md5(text.encode()).hexdigest()
+    except ValueError as e:
+        digest = f"error: {e}"
+    return f"{label} {target}: {digest}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="skip the large cases")
+    args = ap.parse_args()
+    for alg in FLAT:
+        for coll in get(alg).COLLECTIVES:
+            for p in RANKS:
+                for target in ("exec", "rccl", "legacy"):
+                    print(line(f"{alg} {coll.value} {p}", alg, coll.value, p, target), flush=True)
+    for alg in (n for n in REGISTRY if n not in FLAT):
+        for coll in get(alg).COLLECTIVES:
+            for servers, per in SHAPES:
+                topo = Topology.uniform(servers, per)
+                print(line(f"{alg} {coll.value} {servers}x{per}", alg, coll.value, servers * per,
+                           "exec", topology=topo), flush=True)
+    if not args.quick:
+        for alg, coll, p, target in LARGE:
+            print(line(f"{alg} {coll} {p}", alg, coll, p, target), flush=True)
+
+
+if __name__ == "__main__":
+    main()
