@@ -162,6 +162,22 @@ class TB:
         step.tb = self
         self.steps.append(step)
 
+    def number_links(self) -> None:
+        """Number the TB's sends and receives in step order (``send_index`` / ``recv_index``, -1
+        where a step has none) and count them; for passes that rebuild ``steps`` wholesale."""
+        ns = nr = 0
+        for st in self.steps:
+            t = st.type
+            if t.sends:
+                st.send_index, ns = ns, ns + 1
+            else:
+                st.send_index = -1
+            if t.receives:
+                st.recv_index, nr = nr, nr + 1
+            else:
+                st.recv_index = -1
+        self.send_count, self.recv_count = ns, nr
+
     def sort_steps_by_index(self) -> None:
         """Order steps by the deadlock-avoiding key (see :mod:`ccxml.passes.ordering`)."""
         from ccxml.passes.ordering import order_tb
@@ -229,6 +245,12 @@ class GPU:
         if tb.recv in recvs:
             raise IRError(f"channel conflict on gpu {self.id}: two TBs receive from {tb.recv} on channel {tb.chan}")
         raise IRError(f"gpu {self.id}: a TB cannot send to or receive from its own GPU")
+
+    def remove_tbs(self) -> list[TB]:
+        """Take every TB off this GPU (their connections become free); return them."""
+        old = self.tbs
+        self.tbs, self.channel_usage, self._index = [], {}, {}
+        return old
 
     def find_tb(self, send: int, recv: int, chan: int) -> TB | None:
         return self._index.get((send, recv, chan))

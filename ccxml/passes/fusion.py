@@ -34,7 +34,6 @@ def fuse_gpu(gpu: GPU) -> None:
             continue
         out: list[Step] = []
         i, n = 0, len(steps)
-        ns = nr = 0                         # the TB's link sequences, renumbered on the way
         while i < n:
             r = steps[i]
             if i + 1 < n and r.type in _RECEIVES and _fusable(r, steps[i + 1]):
@@ -49,17 +48,8 @@ def fuse_gpu(gpu: GPU) -> None:
             else:
                 i += 1
             out.append(r)
-            t = r.type
-            if t.sends:
-                r.send_index, ns = ns, ns + 1
-            else:
-                r.send_index = -1
-            if t.receives:
-                r.recv_index, nr = nr, nr + 1
-            else:
-                r.recv_index = -1
         tb.steps = out
-        tb.send_count, tb.recv_count = ns, nr
+        tb.number_links()
 
 
 _RECEIVES = (RECV, RECV_REDUCE_COPY)

@@ -295,9 +295,7 @@ def _unfuse_cut_steps(algo: Algo, cut: list[Step]) -> dict[Step, Step]:
 def _rebuild_gpu(gpu: GPU, rseg: list[int], sseg: list[int], send_half: dict[Step, Step],
                  width: int) -> None:
     """Replace the GPU's TBs by their pieces (piece k of a TB on channel chan + k·width)."""
-    old = gpu.tbs
-    gpu.tbs, gpu.channel_usage, gpu._index = [], {}, {}
-    for tb in old:
+    for tb in gpu.remove_tbs():
         steps = tb.steps
         if not steps:
             continue
@@ -329,20 +327,14 @@ def _rebuild_gpu(gpu: GPU, rseg: list[int], sseg: list[int], send_half: dict[Ste
         for k, run in pieces:
             piece = TB(tb.send, tb.recv, tb.chan + k * width)
             piece.origin, piece.segment = tb, k
-            ns = nr = 0
-            # numbered as TB.add_step does (the steps already passed its peer checks in ``tb``)
+            piece.steps = run           # the steps passed TB.add_step's peer checks in ``tb``
             for st in run:
-                t = st.type
-                if t.sends:
-                    st.send_index, ns = ns, ns + 1
-                if t.receives:
-                    st.recv_index, nr = nr, nr + 1
                 st.tb = piece
-            if not ns:
+            piece.number_links()
+            if not piece.send_count:    # a piece declares only the peers it talks to
                 piece.send = -1
-            if not nr:
+            if not piece.recv_count:
                 piece.recv = -1
-            piece.steps, piece.send_count, piece.recv_count = run, ns, nr
             gpu.add_tb(piece)
             if prev_last is not None:
                 run[0].add_dep(prev_last)
