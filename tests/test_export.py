@@ -8,6 +8,7 @@ import pytest
 from lxml import etree
 
 from ccxml.algorithm import Options
+from ccxml.algorithms import build as build_alg
 from ccxml.algorithms import ring
 from ccxml.export import to_xml, to_xml_lxml
 
@@ -15,8 +16,14 @@ from ccxml.export import to_xml, to_xml_lxml
 @pytest.mark.parametrize("target", ["exec", "rccl", "legacy"])
 @pytest.mark.parametrize("build", [lambda: ring.allreduce(7, options=Options(channels=2)),
                                    lambda: ring.broadcast(5, root=3, options=Options(inplace=True)),
-                                   lambda: ring.reducescatter(34)])   # split TBs, nops
+                                   lambda: ring.reducescatter(34),    # split TBs, nops
+                                   lambda: build_alg("rhd", "allreduce", 6),     # fold/unfold, rrs
+                                   lambda: build_alg("nhr", "reducescatter", 5),  # scratch
+                                   lambda: build_alg("mesh", "allreduce", 5),
+                                   lambda: build_alg("pairwise", "alltoall", 4),
+                                   lambda: build_alg("star", "reduce", 4, root=2)])
 def test_streamed_text_equals_the_lxml_tree(build, target, xsd):
+    # the text writer inlines step_values for speed; the lxml tree is built from step_values
     algo = build().compile(target)
     text = to_xml(algo, target)
     assert text == to_xml_lxml(algo, target)
