@@ -21,6 +21,11 @@ if (not os.path.isdir(os.path.join(_here, "algorithms"))
         and os.path.isfile(os.path.join(_repo, "algorithms", "__init__.py"))):
     __path__.append(_repo)  # noqa: F821 - the package's own __path__
 
+# compiled modules load only when they were built from the source that is here (ccxml._native)
+from ccxml import _native  # noqa: E402
+
+_native.install()
+
 _LAZY = {
     "Program": ("ccxml.chunk", "Program"),
     "Chunk": ("ccxml.chunk", "Chunk"),

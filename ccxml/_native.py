@@ -1,0 +1,108 @@
+"""Which of ccxml's modules run compiled.
+
+The modules in :data:`NATIVE_MODULES` are plain Python files that ``setup.py`` may also compile
+with Cython (typed by the ``.pxd`` beside each). The compiled form of a module loads only when the
+build recorded it in :data:`MANIFEST` with the digest of the source it was built from and the
+source still has that digest; otherwise — an edited checkout with an old build, a failed or skipped
+build, or ``CCXML_PURE=1`` in the environment — the ``.py`` file runs. Both forms give the same
+output (tests/test_native.py compares them byte for byte); the compiled one is faster.
+
+:func:`install` puts the import hook in place (``ccxml/__init__.py`` calls it): a few ``stat``
+calls and one small file read per process.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+#: modules setup.py compiles (the IR, the Chunk API, the passes and the writer)
+NATIVE_MODULES = (
+    "ccxml.ir",
+    "ccxml.chunk",
+    "ccxml.passes.threadblocks",
+    "ccxml.passes.ordering",
+    "ccxml.passes.fusion",
+    "ccxml.passes.splitting",
+    "ccxml.passes.dependencies",
+    "ccxml.passes.numbering",
+    "ccxml.passes.checks",
+    "ccxml.export",
+)
+
+#: the build's record, "module digest" per line, relative to the directory holding ``ccxml/``
+MANIFEST = "ccxml/_native_build.txt"
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def source_digest(base: str) -> str:
+    """SHA-256 of ``base + ".py"`` followed by ``base + ".pxd"`` (when there is one)."""
+    h = hashlib.sha256()
+    with open(base + ".py", "rb") as f:
+        h.update(f.read())
+    if os.path.exists(base + ".pxd"):
+        h.update(b"\0pxd\0")
+        with open(base + ".pxd", "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def recorded_digests(root: str = _ROOT) -> dict[str, str]:
+    """module -> digest of the source each compiled module was built from (empty: no build)."""
+    try:
+        with open(os.path.join(root, *MANIFEST.split("/"))) as f:
+            return dict(line.split() for line in f if line.strip())
+    except (OSError, ValueError):
+        return {}
+
+
+class _SourceFirst:
+    """Meta-path finder: load the ``.py`` of a native module whose compiled form may not run."""
+
+    def __init__(self, pure: bool, digests: dict[str, str]):
+        self.pure = pure
+        self.digests = digests
+        self.decisions: dict[str, bool] = {}    # module -> runs compiled
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in NATIVE_MODULES:
+            return None
+        base = os.path.join(_ROOT, *fullname.split("."))
+        if not os.path.exists(base + ".py"):
+            return None
+        recorded = self.digests.get(fullname)
+        compiled = (not self.pure and recorded is not None and _has_extension(base)
+                    and recorded == source_digest(base))
+        self.decisions[fullname] = compiled
+        if compiled:
+            return None                          # the ordinary finders pick the extension
+        loader = importlib.machinery.SourceFileLoader(fullname, base + ".py")
+        return importlib.util.spec_from_file_location(fullname, base + ".py", loader=loader)
+
+
+def _has_extension(base: str) -> bool:
+    return any(os.path.exists(base + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+
+
+_finder: _SourceFirst | None = None
+
+
+def install() -> None:
+    """Put the finder first on ``sys.meta_path`` (once per process)."""
+    global _finder
+    if _finder is None:
+        _finder = _SourceFirst(bool(os.environ.get("CCXML_PURE")), recorded_digests())
+        sys.meta_path.insert(0, _finder)
+
+
+def status() -> dict[str, bool]:
+    """module -> whether it runs compiled, for every native module (imports them)."""
+    import importlib
+    out = {}
+    for name in NATIVE_MODULES:
+        mod = importlib.import_module(name)
+        out[name] = not (getattr(mod, "__file__", "") or "").endswith(".py")
+    return out

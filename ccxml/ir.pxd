@@ -1,0 +1,47 @@
+# Cython declarations for ccxml/ir.py (see setup.py): the IR's classes as C structs.
+cdef class Step:
+    cdef public object type
+    cdef public Py_ssize_t gpu
+    cdef public object src
+    cdef public object dst
+    cdef public Py_ssize_t cnt
+    cdef public Py_ssize_t send_peer
+    cdef public Py_ssize_t recv_peer
+    cdef public Py_ssize_t chan
+    cdef public object tb
+    cdef public object recv_from
+    cdef public object send_to
+    cdef public list dep_list
+    cdef public Py_ssize_t original_index
+    cdef public Py_ssize_t send_index
+    cdef public Py_ssize_t recv_index
+    cdef public object dep
+    cdef public object merged_into
+    cdef public bint publish
+    cdef public object readers_after
+    cdef public object overwritten_by
+    cdef public Py_ssize_t _s
+
+
+cdef class TB:
+    cdef public Py_ssize_t id
+    cdef public Py_ssize_t send
+    cdef public Py_ssize_t recv
+    cdef public Py_ssize_t chan
+    cdef public list steps
+    cdef public Py_ssize_t send_count
+    cdef public Py_ssize_t recv_count
+    cdef public Py_ssize_t gpu
+    cdef public object origin
+    cdef public Py_ssize_t segment
+
+
+cdef class GPU:
+    cdef public Py_ssize_t id
+    cdef public list tbs
+    cdef public dict channel_usage
+    cdef public list pending
+    cdef public object input_chunks
+    cdef public object output_chunks
+    cdef public object scratch_chunks
+    cdef public dict _index
