@@ -62,21 +62,20 @@ def recorded_digests(root: str = _ROOT) -> dict[str, str]:
 class _SourceFirst:
     """Meta-path finder: load the ``.py`` of a native module whose compiled form may not run."""
 
-    def __init__(self, pure: bool, digests: dict[str, str]):
+    def __init__(self, pure: bool, digests: dict[str, str], root: str = _ROOT):
         self.pure = pure
         self.digests = digests
-        self.decisions: dict[str, bool] = {}    # module -> runs compiled
+        self.root = root
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in NATIVE_MODULES:
             return None
-        base = os.path.join(_ROOT, *fullname.split("."))
+        base = os.path.join(self.root, *fullname.split("."))
         if not os.path.exists(base + ".py"):
             return None
         recorded = self.digests.get(fullname)
         compiled = (not self.pure and recorded is not None and _has_extension(base)
                     and recorded == source_digest(base))
-        self.decisions[fullname] = compiled
         if compiled:
             return None                          # the ordinary finders pick the extension
         loader = importlib.machinery.SourceFileLoader(fullname, base + ".py")
@@ -106,3 +105,16 @@ def status() -> dict[str, bool]:
         mod = importlib.import_module(name)
         out[name] = not (getattr(mod, "__file__", "") or "").endswith(".py")
     return out
+
+
+def summary() -> str:
+    """One line for ``ccxml --version``: how many of the native modules run compiled."""
+    st = status()
+    n = sum(st.values())
+    if n == len(st):
+        return f"compiled passes: all {n} modules"
+    if os.environ.get("CCXML_PURE"):
+        return "pure Python: CCXML_PURE is set"
+    if n == 0:
+        return "pure Python: no compiled build of this source"
+    return f"compiled passes: {n} of {len(st)} modules, the rest pure Python"

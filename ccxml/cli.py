@@ -54,8 +54,17 @@ def _unavailable(name):
     return cmd
 
 
+def _print_version(ctx, param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    from ccxml import __version__, _native
+    click.echo(f"ccxml, version {__version__} ({_native.summary()})")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="ccxml")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and whether the passes run compiled, then exit.")
 def cli():
     """ccxml: collective algorithms compiled to MSCCL XML and proven by a reference interpreter."""
 
