@@ -72,6 +72,8 @@ def main() -> int:
     args = ap.parse_args()
     misses: list[str] = []
     gen = [PY, "-m", "ccxml", "generate"]
+    version = subprocess.run([PY, "-m", "ccxml", "--version"], capture_output=True, text=True)
+    print(version.stdout.strip() or version.stderr.strip())
     case("ccxml generate ring --ranks 8", gen + ["ring", "--ranks", "8"], 0.3, None, misses)
     case("ring allreduce, 64 ranks", gen + ["ring", "--ranks", "64"], 0.3, None, misses)
     case("ring allreduce, 256 ranks", gen + ["ring", "--ranks", "256"], 3.0, 300, misses)
