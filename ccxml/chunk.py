@@ -176,6 +176,13 @@ _FAILED = "failed"
 #: dense code of a buffer in the per-rank access tables (key = chunk index · 4 + code)
 _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
 
+#: what a step of each type does to the local chunk tables (one dict lookup per issued step
+#: instead of the members' flag attributes): bit 1 reads ``src``, 2 reads ``dst`` (``re``),
+#: 4 writes ``dst``
+_READS_SRC, _READS_DST, _WRITES_DST = 1, 2, 4
+_ACCESS = {t: (_READS_SRC if t.reads_src else 0) | (_READS_DST if t is REDUCE else 0)
+              | (_WRITES_DST if t.writes_dst else 0) for t in StepType}
+
 
 class Program:
     """A collective being written with the Chunk API; compiles to an :class:`ccxml.ir.Algo`."""
@@ -276,14 +283,15 @@ class Program:
             raise ChunkError(f"channel must be >= 0, got {chan}")
         step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
-        if src is not None and type.reads_src:
+        access = _ACCESS[type]
+        if src is not None and access & _READS_SRC:
             if cnt == 1:
                 self._read_one(step, src[1] * 4 + _CODE[src[0]], gpu)
             else:
                 self._read(step, src, cnt, gpu)
-        if type is REDUCE:
+        if access & _READS_DST:
             self._read(step, dst, cnt, gpu)
-        if dst is not None and type.writes_dst:
+        if dst is not None and access & _WRITES_DST:
             self._write(step, dst, cnt, gpu)
         self._pending[gpu].append(step)
         if not self._issued_on[gpu]:
