@@ -1,9 +1,19 @@
 # Cython declarations for ccxml/chunk.py (see setup.py): Chunk and Program as C structs, the
 # step issue and the per-rank access tables typed.
 cimport cython
-from ccxml.ir cimport Step
+from ccxml.ir cimport GPU, Step
 
 cdef class Program
+
+cdef Py_ssize_t _READS_SRC, _READS_DST, _WRITES_DST
+cdef dict _ACCESS, _CODE
+cdef tuple _ACCESS_ITEMS
+
+@cython.locals(a=Py_ssize_t)
+cdef Py_ssize_t _access(object type) except -1
+cdef Py_ssize_t _buffer_code(object buf) except -1
+@cython.locals(c=Chunk)
+cdef Chunk _new_chunk(Program program, Py_ssize_t gpu_id, chunk_type, index, Py_ssize_t size)
 
 
 cdef class Chunk:
@@ -49,11 +59,15 @@ cdef class Program:
     @cython.locals(step=Step, access=Py_ssize_t)
     cpdef Step _issue(self, object type, Py_ssize_t gpu, src=*, dst=*, Py_ssize_t cnt=*,
                       Py_ssize_t send_peer=*, Py_ssize_t recv_peer=*, Py_ssize_t chan=*)
-    @cython.locals(w=Step, readers=dict, rs=list, after=list)
+    @cython.locals(w=Step, writer=dict, readers=dict, rs=list, after=list)
     cdef _read_one(self, Step step, key, Py_ssize_t gpu)
     @cython.locals(writer=dict, readers=dict, deps=list, w=Step, rs=list, after=list,
                    code=Py_ssize_t)
     cdef _read(self, Step step, side, Py_ssize_t cnt, Py_ssize_t gpu)
-    @cython.locals(writer=dict, readers=dict, deps=list, w=Step, rs=list, reader=Step,
-                   code=Py_ssize_t)
+    @cython.locals(code=Py_ssize_t)
     cdef _write(self, Step step, side, Py_ssize_t cnt, Py_ssize_t gpu)
+    @cython.locals(writer=dict, readers=dict, deps=list, w=Step, rs=list, reader=Step)
+    cdef _write_one(self, Step step, i, key, Py_ssize_t gpu)
+    @cython.locals(marks=list, gpus=list, ranks=list, r=Py_ssize_t, gpu=GPU, pending=list,
+                   fresh=list, first=dict, last=dict, st=Step, before=Step, previous=list)
+    cpdef next_round(self, receives=*)
