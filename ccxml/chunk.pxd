@@ -7,10 +7,7 @@ cdef class Program
 
 cdef Py_ssize_t _READS_SRC, _READS_DST, _WRITES_DST
 cdef dict _ACCESS, _CODE
-cdef tuple _ACCESS_ITEMS
 
-@cython.locals(a=Py_ssize_t)
-cdef Py_ssize_t _access(object type) except -1
 cdef Py_ssize_t _buffer_code(object buf) except -1
 @cython.locals(c=Chunk)
 cdef Chunk _new_chunk(Program program, Py_ssize_t gpu_id, chunk_type, index, Py_ssize_t size)

@@ -196,19 +196,10 @@ _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
 _READS_SRC, _READS_DST, _WRITES_DST = 1, 2, 4
 _ACCESS = {t: (_READS_SRC if t.reads_src else 0) | (_READS_DST if t is REDUCE else 0)
               | (_WRITES_DST if t.writes_dst else 0) for t in StepType}
-_ACCESS_ITEMS = tuple(_ACCESS.items())
 
 
-# Both lookups below test the members by identity first: hashing a member of a str Enum with
-# ``__hash__ = str.__hash__`` goes through a Python-level ``__hash__`` call.
-def _access(type: StepType) -> int:
-    """``_ACCESS[type]``."""
-    for t, a in _ACCESS_ITEMS:
-        if t is type:
-            return a
-    return _ACCESS[type]
-
-
+# Hashing a member of a str Enum with ``__hash__ = str.__hash__`` goes through a Python-level
+# ``__hash__`` call: the buffers, looked up twice per step, are tested by identity first.
 def _buffer_code(buf: Buffer) -> int:
     """``_CODE[buf]``."""
     if buf is INPUT:
@@ -319,7 +310,7 @@ class Program:
             raise ChunkError(f"channel must be >= 0, got {chan}")
         step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
-        access = _access(type)
+        access = _ACCESS[type]
         if src is not None and access & _READS_SRC:
             if cnt == 1:
                 self._read_one(step, src[1] * 4 + _buffer_code(src[0]), gpu)
