@@ -1,3 +1,4 @@
+# cython: nonecheck=True
 """The Chunk API: write a collective as moves of chunks between ranks.
 
 A :class:`Program` names the collective and its buffers; :meth:`Program.chunk` returns a
@@ -162,6 +163,19 @@ class Chunk:
                 for i in range(n)]
 
 
+def _new_chunk(program: "Program", gpu_id: int, chunk_type: Buffer, index: int, size: int) -> Chunk:
+    """``Chunk(program, gpu_id, chunk_type, index, size)`` (compiled: without the constructor's
+    argument parsing)."""
+    c = Chunk.__new__(Chunk)
+    c.program = program
+    c.gpu_id = gpu_id
+    c.chunk_type = chunk_type
+    c.index = index
+    c.size = size
+    c.ref = (chunk_type, index)
+    return c
+
+
 def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
     """Largest message (in chunks) that cannot wedge a link: one call less than the link buffers
     (runtime §9.5: a receive-and-send needs room to send before it receives). With no upper
@@ -175,6 +189,26 @@ _FAILED = "failed"
 
 #: dense code of a buffer in the per-rank access tables (key = chunk index · 4 + code)
 _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
+
+#: what a step of each type does to the local chunk tables (one dict lookup per issued step
+#: instead of the members' flag attributes): bit 1 reads ``src``, 2 reads ``dst`` (``re``),
+#: 4 writes ``dst``
+_READS_SRC, _READS_DST, _WRITES_DST = 1, 2, 4
+_ACCESS = {t: (_READS_SRC if t.reads_src else 0) | (_READS_DST if t is REDUCE else 0)
+              | (_WRITES_DST if t.writes_dst else 0) for t in StepType}
+
+
+# Hashing a member of a str Enum with ``__hash__ = str.__hash__`` goes through a Python-level
+# ``__hash__`` call: the buffers, looked up twice per step, are tested by identity first.
+def _buffer_code(buf: Buffer) -> int:
+    """``_CODE[buf]``."""
+    if buf is INPUT:
+        return 0
+    if buf is OUTPUT:
+        return 1
+    if buf is SCRATCH:
+        return 2
+    return _CODE[buf]
 
 
 class Program:
@@ -240,7 +274,7 @@ class Program:
         In an in-place program the input and output are one buffer (runtime §7): the reference
         is translated to the buffer the file uses, so algorithms are written once.
         """
-        if buffer.__class__ is not Buffer:
+        if type(buffer) is not Buffer:
             buffer = Buffer(buffer)
         if not 0 <= rank < self._ngpus:
             raise ChunkError(f"rank {rank} out of range 0..{self._ngpus - 1}")
@@ -249,14 +283,14 @@ class Program:
         if buffer is SCRATCH:
             if index < 0:
                 raise ChunkError(f"scratch index {index} < 0")
-            return Chunk(self, rank, buffer, index, size)
+            return _new_chunk(self, rank, buffer, index, size)
         limit = (self._in_sizes if buffer is INPUT else self._out_sizes)[rank]
         if index < 0 or index + size > limit:
             raise ChunkError(f"{buffer.name.lower()}[{index}:+{size}] out of range on rank {rank} "
                              f"({limit} chunks)")
         if buffer is self._aliased:
             buffer, index = self._alias, index + self._alias_shift[rank]
-        return Chunk(self, rank, buffer, index, size)
+        return _new_chunk(self, rank, buffer, index, size)
 
     def input(self, rank: int, index: int, size: int = 1) -> Chunk:
         return self.chunk(rank, INPUT, index, size)
@@ -276,15 +310,19 @@ class Program:
             raise ChunkError(f"channel must be >= 0, got {chan}")
         step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
-        if src is not None and type.reads_src:
+        access = _ACCESS[type]
+        if src is not None and access & _READS_SRC:
             if cnt == 1:
-                self._read_one(step, src[1] * 4 + _CODE[src[0]], gpu)
+                self._read_one(step, src[1] * 4 + _buffer_code(src[0]), gpu)
             else:
                 self._read(step, src, cnt, gpu)
-        if type is REDUCE:
+        if access & _READS_DST:
             self._read(step, dst, cnt, gpu)
-        if dst is not None and type.writes_dst:
-            self._write(step, dst, cnt, gpu)
+        if dst is not None and access & _WRITES_DST:
+            if cnt == 1:
+                self._write_one(step, dst[1], dst[1] * 4 + _buffer_code(dst[0]), gpu)
+            else:
+                self._write(step, dst, cnt, gpu)
         self._pending[gpu].append(step)
         if not self._issued_on[gpu]:
             self._issued_on[gpu] = 1
@@ -293,7 +331,8 @@ class Program:
 
     def _read_one(self, step: Step, key: int, gpu: int) -> None:
         """:meth:`_read` of one chunk (the common case), ``key`` = chunk index · 4 + buffer code."""
-        w = self._writer[gpu].get(key)
+        writer = self._writer[gpu]
+        w = writer.get(key)
         if w is not None:
             step.dep_list.append(w)         # the step's first read: no dependency yet
             if w.type is RECV_REDUCE_COPY:
@@ -312,7 +351,7 @@ class Program:
     def _read(self, step: Step, side: tuple[Buffer, int], cnt: int, gpu: int) -> None:
         """``step`` reads ``cnt`` chunks at ``side``: it depends on their last writer."""
         writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
-        code = _CODE[side[0]]
+        code = _buffer_code(side[0])
         lo = side[1] * 4 + code
         for key in range(lo, lo + 4 * cnt, 4):
             w = writer.get(key)
@@ -334,26 +373,29 @@ class Program:
     def _write(self, step: Step, side: tuple[Buffer, int], cnt: int, gpu: int) -> None:
         """``step`` writes ``cnt`` chunks at ``side``: it depends on the last writer and on the
         readers since (which it must not overtake)."""
-        writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
         buf, lo = side
-        code = _CODE[buf]
+        code = _buffer_code(buf)
         for i in range(lo, lo + cnt):
-            key = i * 4 + code
-            w = writer.get(key)
-            if w is not None:
-                if w not in deps:
-                    deps.append(w)
-                if w.type is RECV_REDUCE_COPY:
-                    if w.overwritten_by is None:
-                        w.overwritten_by = [(i, step)]
-                    else:
-                        w.overwritten_by.append((i, step))
-            rs = readers.pop(key, None)
-            if rs is not None:
-                for reader in rs:
-                    if reader is not step and reader not in deps:
-                        deps.append(reader)
-            writer[key] = step
+            self._write_one(step, i, i * 4 + code, gpu)
+
+    def _write_one(self, step: Step, i: int, key: int, gpu: int) -> None:
+        """:meth:`_write` of chunk ``i`` (``key`` = i · 4 + buffer code)."""
+        writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
+        w = writer.get(key)
+        if w is not None:
+            if w not in deps:
+                deps.append(w)
+            if w.type is RECV_REDUCE_COPY:
+                if w.overwritten_by is None:
+                    w.overwritten_by = [(i, step)]
+                else:
+                    w.overwritten_by.append((i, step))
+        rs = readers.pop(key, None)
+        if rs is not None:
+            for reader in rs:
+                if reader is not step and reader not in deps:
+                    deps.append(reader)
+        writer[key] = step
 
     # ---- algorithm steps ------------------------------------------------------------------
     def next_round(self, receives: bool = True) -> None:
@@ -376,16 +418,20 @@ class Program:
             first: dict[tuple[int, int, int], Step] = {}
             last: dict[tuple[int, int, int], Step] = {}
             for st in fresh:
-                for peer, kind in ((st.send_peer, 0), (st.recv_peer, 1)):
-                    if peer >= 0:
-                        key = (st.chan, peer, kind)
-                        if kind == 0 or receives:
-                            first.setdefault(key, st)
-                        last[key] = st
+                if st.send_peer >= 0:
+                    key = (st.chan, st.send_peer, 0)
+                    first.setdefault(key, st)
+                    last[key] = st
+                if st.recv_peer >= 0:
+                    key = (st.chan, st.recv_peer, 1)
+                    if receives:
+                        first.setdefault(key, st)
+                    last[key] = st
             if not last:
                 continue
+            previous = self._round_last[gpu.id]
             for st in first.values():
-                for before in self._round_last[gpu.id]:
+                for before in previous:
                     st.add_dep(before)
             self._round_last[gpu.id] = list(last.values())
 
