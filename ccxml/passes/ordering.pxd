@@ -1,9 +1,24 @@
 cimport cython
 from ccxml.ir cimport Step, TB
 
-@cython.locals(st=Step, d=Step, rf=Step, tb=TB, i=Py_ssize_t, j=Py_ssize_t, n=Py_ssize_t,
-               m=Py_ssize_t, t=Py_ssize_t, deg=Py_ssize_t, key=Py_ssize_t, last_send=Py_ssize_t,
-               last_recv=Py_ssize_t, nrecv=Py_ssize_t, both=bint, count=Py_ssize_t,
-               prio=list, succ=list, indeg=list, tb_of=list, wait_for=list, placed=list,
-               recvs_placed=list, steps=list, heap=list)
+cdef bint _COMPILED
+
+@cython.locals(st=Step, d=Step, rf=Step, tb=TB, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t,
+               n=Py_ssize_t, m=Py_ssize_t, t=Py_ssize_t, deg=Py_ssize_t, key=Py_ssize_t,
+               top=Py_ssize_t, ndeps=Py_ssize_t, ne=Py_ssize_t, size=Py_ssize_t,
+               last_send=Py_ssize_t, last_recv=Py_ssize_t, nrecv=Py_ssize_t, both=bint,
+               fits=bint, sends=bint, recvs=bint, last_kind=int, other_kind=int, count=Py_ssize_t, entry=cython.longlong, w=cython.longlong,
+               prio="long long[::1]", indeg="long long[::1]", tb_of="long long[::1]",
+               wait_for="long long[::1]", receives="unsigned char[::1]",
+               dep_from="long long[::1]", dep_to="long long[::1]",
+               first="long long[::1]", after="long long[::1]",
+               ready="long long[::1]", recvs_placed="long long[::1]",
+               is_held="unsigned char[::1]", forced="unsigned char[::1]",
+               steps=list, placed=list, heap=list, held_order=list, big=list)
 cpdef _schedule(list tbs, bint whole)
+
+@cython.locals(pos=Py_ssize_t, parent=Py_ssize_t, p=cython.longlong)
+cdef Py_ssize_t _heap_push(long long[::1] heap, Py_ssize_t size, long long x)
+
+@cython.locals(pos=Py_ssize_t, child=Py_ssize_t, top=cython.longlong, x=cython.longlong)
+cdef long long _heap_pop(long long[::1] heap, Py_ssize_t size)

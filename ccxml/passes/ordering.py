@@ -29,8 +29,13 @@ Guarantees:
 from __future__ import annotations
 
 import heapq
+from array import array
 
 from ccxml.ir import TB, Algo, Step
+
+# True when this module runs compiled (see ccxml._native): the ready heap is then a flat array
+_COMPILED = not __file__.endswith(".py")
+_ZERO = bytes(8)
 
 
 def order_steps(algo: Algo) -> None:
@@ -55,73 +60,137 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
     steps = [st for tb in tbs for st in tb.steps]
     n = len(steps)
     m = 1
+    top = 0                             # the highest send or receive index
+    ndeps = 0
     for i, st in enumerate(steps):
         st._s = i                       # dense step number while this pass runs (numbered later)
         if st.original_index >= m:
             m = st.original_index + 1
+        if st.send_index > top:
+            top = st.send_index
+        if st.recv_index > top:
+            top = st.recv_index
+        ndeps += len(st.dep_list)
     # heap entries are integers: (seed key · m + issue number) · n + step number, so the order is
-    # the seed key, then issue order, as with tuples, at a fraction of the cost
-    prio = [0] * n
-    succ: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    tb_of = [0] * n                     # dense TB number of each step
-    wait_for = [0] * n                  # a send's receive (number) to wait for, in its TB
-    receives = [False] * n
+    # the seed key, then issue order, as with tuples, at a fraction of the cost. The seed key is
+    # at most 8·top + 5; if an entry could exceed 64 bits, entries are ranks instead (same order)
+    fits = _fits_int64(top, m, n)
+    big: list[int] = []                 # the entries as Python ints, when they do not fit
+    prio = _zeros(n)
+    indeg = _zeros(n)
+    tb_of = _zeros(n)                   # dense TB number of each step
+    wait_for = _zeros(n)                # a send's receive (number) to wait for, in its TB
+    receives = bytearray(n)
+    # the waits as edges j -> i (j must be placed before i), grouped by j below: at most one per
+    # data dependency, one for the matched send and one each for the previous send and receive
+    dep_from = _zeros(ndeps + 3 * n)
+    dep_to = _zeros(ndeps + 3 * n)
+    ne = 0
+    last_type = other_type = None
+    last_kind = other_kind = 0          # 1 if the type sends | 2 if it receives
     for t, tb in enumerate(tbs):
         last_send = last_recv = -1
         both = tb.recv >= 0
         nrecv = tb.recv_count
         for st in tb.steps:
-            i = st._s                   # reuses the number's int object: no allocation
+            i = st._s
             tb_of[i] = t
             ty = st.type
+            if ty is not last_type:     # the flags of the last two types (enum attributes are
+                if ty is other_type:    # slow to read; sends and receives alternate)
+                    last_type, other_type = other_type, last_type
+                    last_kind, other_kind = other_kind, last_kind
+                else:
+                    other_type, other_kind = last_type, last_kind
+                    last_type = ty
+                    last_kind = (1 if ty.sends else 0) | (2 if ty.receives else 0)
+            sends = last_kind & 1
+            recvs = last_kind & 2
             deg = 0
             for d in st.dep_list:       # same-rank waits
                 j = d._s
                 if whole or (0 <= j < n and steps[j] is d):
-                    succ[j].append(i)
+                    dep_from[ne] = j
+                    dep_to[ne] = i
+                    ne += 1
                     deg += 1
             rf = st.recv_from
             if rf is not None:
                 j = rf._s
                 if whole or (0 <= j < n and steps[j] is rf):
-                    succ[j].append(i)
+                    dep_from[ne] = j
+                    dep_to[ne] = i
+                    ne += 1
                     deg += 1
-            if ty.sends:
-                if ty.receives:
+            if sends:
+                if recvs:
                     key = 8 * st.recv_index + 2
                 else:
                     key = 8 * st.send_index
                 if both:
                     wait_for[i] = min(st.send_index, nrecv)
                 if last_send >= 0:
-                    succ[last_send].append(i)
+                    dep_from[ne] = last_send
+                    dep_to[ne] = i
+                    ne += 1
                     deg += 1
                 last_send = i
-            elif ty.receives:
+            elif recvs:
                 key = 8 * st.recv_index + 5
             else:
                 key = 3
-            if ty.receives:
-                receives[i] = True
+            if recvs:
+                receives[i] = 1
                 if last_recv >= 0:
-                    succ[last_recv].append(i)
+                    dep_from[ne] = last_recv
+                    dep_to[ne] = i
+                    ne += 1
                     deg += 1
                 last_recv = i
-            prio[i] = (key * m + st.original_index) * n + i
+            if fits:
+                prio[i] = (key * m + st.original_index) * n + i
+            else:
+                big.append(_entry(key, st.original_index, m, n, i))
             indeg[i] = deg
-    heap = [prio[i] for i in range(n) if indeg[i] == 0]
+    if not fits:
+        _rank_entries(big, prio, n)
+    # the steps waiting on each step j, grouped: after[first[j]:first[j + 1]] (a counting sort)
+    first = _zeros(n + 1)
+    for k in range(ne):
+        first[dep_from[k]] += 1
+    for j in range(1, n + 1):
+        first[j] += first[j - 1]        # the end of each group, then filled back to its start
+    after = _zeros(ne)
+    for k in range(ne - 1, -1, -1):
+        j = dep_from[k]
+        first[j] -= 1
+        after[first[j]] = dep_to[k]
+    del dep_from, dep_to
+
+    # the ready steps' entries, in a binary heap: a list for heapq in pure Python, a flat array
+    # compiled (_heap_push / _heap_pop: the same order, without Python ints)
+    heap: list[int] = []
+    ready = _zeros(n if _COMPILED else 0)
+    size = 0
+    for i in range(n):
+        if indeg[i] == 0:
+            if _COMPILED:
+                size = _heap_push(ready, size, prio[i])
+            else:
+                heap.append(prio[i])
     heapq.heapify(heap)
+    if not _COMPILED:
+        size = len(heap)
     placed: list[list[Step]] = [[] for _ in tbs]
-    recvs_placed = [0] * len(tbs)
+    recvs_placed = _zeros(len(tbs))
     held: dict[int, list[int]] = {}     # TB number -> sends waiting for an earlier receive
     held_order: list[int] = []          # the same entries in one heap (stale ones skipped)
     is_held = bytearray(n)
     forced = bytearray(n)               # sends let go because nothing else could move
     heappush, heappop = heapq.heappush, heapq.heappop
     count = 0
-    while heap or held:
-        if not heap:                    # alternation impossible here: let one held send go,
+    while size or held:
+        if not size:                    # alternation impossible here: let one held send go,
             entry = heappop(held_order)                 # the first in priority order
             while not is_held[entry % n]:
                 entry = heappop(held_order)
@@ -132,8 +201,12 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 del held[t]
             is_held[entry % n] = 0
             forced[entry % n] = 1
-            heappush(heap, entry)
-        entry = heappop(heap)
+        elif _COMPILED:
+            entry = _heap_pop(ready, size)
+            size -= 1
+        else:
+            entry = heappop(heap)
+            size -= 1
         i = entry % n
         t = tb_of[i]
         if recvs_placed[t] < wait_for[i] and not forced[i]:
@@ -148,15 +221,84 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             waiting = held.pop(t, None)
             if waiting:
                 for w in waiting:
-                    heappush(heap, w)
                     is_held[w % n] = 0
-        for j in succ[i]:
+                    if _COMPILED:
+                        size = _heap_push(ready, size, w)
+                    else:
+                        heappush(heap, w)
+                        size += 1
+        for k in range(first[i], first[i + 1]):
+            j = after[k]
             indeg[j] -= 1
             if indeg[j] == 0:
-                heappush(heap, prio[j])
+                if _COMPILED:
+                    size = _heap_push(ready, size, prio[j])
+                else:
+                    heappush(heap, prio[j])
+                    size += 1
     if count != n:  # pragma: no cover - every wait points to an earlier-issued step
         raise ValueError("the steps' waits form a cycle; the program was not issued in order")
     for t, tb in enumerate(tbs):
         tb.steps = placed[t]
     for st in steps:
         st._s = -1
+
+
+def _zeros(n: int) -> array:
+    """An array of ``n`` 64-bit zeros."""
+    return array("q", _ZERO) * n
+
+
+def _fits_int64(top: int, m: int, n: int) -> bool:
+    """Whether every heap entry (key · m + issue number) · n + step number, key <= 8·top + 5,
+    is below 2**63 (Python ints here: the bound itself may not fit)."""
+    return ((8 * top + 5) * m + m - 1) * n + n - 1 < 2 ** 63
+
+
+def _entry(key: int, index: int, m: int, n: int, i: int) -> int:
+    """A heap entry as a Python int (when entries may not fit 64 bits)."""
+    return (key * m + index) * n + i
+
+
+def _rank_entries(big: list[int], prio, n: int) -> None:
+    """Replace the entries ``big`` (one per step, in step order) by rank · n + step number: the
+    same order, and they fit 64 bits whenever n · n does."""
+    if n * n >= 2 ** 63:  # pragma: no cover - some 3·10^9 steps
+        raise OverflowError(f"{n} steps are too many to order")
+    for r, e in enumerate(sorted(big)):
+        i = e % n
+        prio[i] = r * n + i
+
+
+def _heap_push(heap, size: int, x: int) -> int:
+    """Add ``x`` to the binary min-heap ``heap[:size]`` (an array with room); return the new
+    size. With :func:`_heap_pop` the same order as heapq (entries are distinct)."""
+    pos = size
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        p = heap[parent]
+        if p < x:
+            break
+        heap[pos] = p
+        pos = parent
+    heap[pos] = x
+    return size + 1
+
+
+def _heap_pop(heap, size: int) -> int:
+    """Remove and return the smallest entry of the binary min-heap ``heap[:size]``."""
+    top = heap[0]
+    size -= 1
+    x = heap[size]
+    pos = 0
+    child = 1
+    while child < size:
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if x < heap[child]:
+            break
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = x
+    return top

@@ -1,0 +1,15 @@
+cimport cython
+from ccxml.ir cimport Step, TB, GPU
+
+@cython.locals(st=Step, tb=TB, peer=Py_ssize_t, local_steps=bint, steps=list, chans=list,
+               groups=dict, group=list, send_tb=dict, recv_tb=dict)
+cpdef _assign_gpu(GPU gpu)
+
+@cython.locals(t=object)
+cdef _append(TB tb, Step st)
+
+@cython.locals(st=Step, tb=TB, dep=Step, local_steps=list, consumer=dict, local_tb=dict)
+cpdef _place_local_steps(GPU gpu, list steps)
+
+@cython.locals(st=Step, dep=Step, out=dict)
+cpdef _first_consumers(list steps)
