@@ -30,29 +30,28 @@ def fuse_receive_send(algo: Algo) -> None:
 def fuse_gpu(gpu: GPU) -> None:
     for tb in gpu.tbs:
         steps = tb.steps
-        if tb.send < 0 or tb.recv < 0 or len(steps) < 2:
+        n = len(steps)
+        if tb.send < 0 or tb.recv < 0 or n < 2:
             continue
         out: list[Step] = []
-        i, n = 0, len(steps)
+        i = 0
         while i < n:
             r = steps[i]
-            if i + 1 < n and r.type in _RECEIVES and _fusable(r, steps[i + 1]):
-                s = steps[i + 1]
-                if r.type is RECV:
-                    fused = RECV_COPY_SEND
-                else:
-                    fused = (RECV_REDUCE_SEND if _store_is_dead(r, s)
-                             else RECV_REDUCE_COPY_SEND)
-                _merge(r, s, fused)
-                i += 2
-            else:
-                i += 1
+            i += 1
+            t = r.type
+            if (t is RECV or t is RECV_REDUCE_COPY) and i < n:
+                s = steps[i]
+                if _fusable(r, s):
+                    if t is RECV:
+                        _merge(r, s, RECV_COPY_SEND)
+                    elif _store_is_dead(r, s):
+                        _merge(r, s, RECV_REDUCE_SEND)
+                    else:
+                        _merge(r, s, RECV_REDUCE_COPY_SEND)
+                    i += 1
             out.append(r)
         tb.steps = out
         tb.number_links()
-
-
-_RECEIVES = (RECV, RECV_REDUCE_COPY)
 
 
 def _fusable(r: Step, s: Step) -> bool:
@@ -69,21 +68,31 @@ def _fusable(r: Step, s: Step) -> bool:
 def _merge(r: Step, s: Step, fused: StepType) -> None:
     r.type = fused
     r.send_peer = s.send_peer
-    r.send_to = s.send_to
-    if s.send_to is not None:
-        s.send_to.recv_from = r
+    to = s.send_to
+    r.send_to = to
+    if to is not None:
+        to.recv_from = r
     if fused is RECV_COPY_SEND:
         r.src = r.dst
     s.merged_into = r
 
 
 def _store_is_dead(r: Step, s: Step) -> bool:
-    if r.readers_after is not None and any(x is not s for x in r.readers_after):
-        return False
+    readers = r.readers_after
+    if readers is not None:
+        for x in readers:
+            if x is not s:
+                return False
     buf, lo = r.dst
-    if not r.overwritten_by:                  # never overwritten: dead only if it is scratch
+    over = r.overwritten_by
+    if not over:                              # never overwritten: dead only if it is scratch
         return buf is SCRATCH
-    nxt = dict(r.overwritten_by)
+    if r.cnt == 1 and len(over) == 1:         # the common case: one chunk, overwritten once
+        c, w = over[0]
+        if c != lo:
+            return buf is SCRATCH
+        return w.tb is r.tb and not w.reads_chunk(buf, c)
+    nxt = dict(over)
     for c in range(lo, lo + r.cnt):
         w = nxt.get(c)
         if w is None:
@@ -93,4 +102,3 @@ def _store_is_dead(r: Step, s: Step) -> bool:
         if w.tb is not r.tb or w.reads_chunk(buf, c):
             return False
     return True
-

@@ -16,8 +16,10 @@ Raises :class:`LimitError` when the pieces would need a channel above the profil
 """
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections import deque
+from importlib.machinery import EXTENSION_SUFFIXES
 from itertools import compress
 from operator import ne
 
@@ -51,6 +53,16 @@ def nop_cost(step: Step) -> int:
     return len(others) - 1 if others else 0
 
 
+# The per-gid tables: C arrays where this module runs compiled (splitting.pxd types them as
+# memoryviews), plain lists where it runs as Python (quicker to index there).
+_C_TABLES = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+
+
+def _table(value: int, n: int) -> list[int]:
+    """A table of ``n`` times ``value`` (an ``array('q')`` when compiled, else a list)."""
+    return array("q", [value]) * n if _C_TABLES else [value] * n
+
+
 # what the walk does with a step: assign a receive half (also steps without link traffic),
 # a send half, or both
 _HALVES = {t: (1 if t.receives or not t.sends else 0) | (2 if t.sends else 0) for t in StepType}
@@ -61,106 +73,26 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     (see the module docstring for the guarantees); leave the schedule alone when all fit."""
     limit = profile.max_steps_per_tb
     tbs = [tb for gpu in algo.gpus for tb in gpu.tbs]
-    # nops come only from dependencies on other TBs of the same GPU: none where it has one TB
-    if all(len(tb.steps) <= limit for tb in tbs) and all(
-            len(tb.steps) + sum(nop_cost(st) for st in tb.steps if len(st.dep_list) > 1) <= limit
-            for gpu in algo.gpus if len(gpu.tbs) > 1 for tb in gpu.tbs):
+    if _all_fit(algo.gpus, tbs, limit):
         return
     # dense numbering: a step's gid (kept in ``_s`` while this pass runs; numbered later) runs
-    # through the TBs in order, so TB t holds gids base[t] .. base[t] + len - 1. Per gid: what
-    # the walk assigns (_HALVES), the cost (the step plus the nops its dependencies will need)
-    # and the gids of the link partners (-1: none).
-    steps = [st for tb in tbs for st in tb.steps]
-    n = len(steps)
-    # one pass over the steps (at this size every pass over them costs cache misses)
-    halves = [0] * n
-    send_to: list[Step | None] = [None] * n
-    for g, st in enumerate(steps):
-        st._s = g
-        halves[g] = _HALVES[st.type]
-        send_to[g] = st.send_to
-    cost = [1] * n
-    for gpu in algo.gpus:
-        if len(gpu.tbs) > 1:                    # (no nops on a GPU with one TB, see above)
-            for tb in gpu.tbs:
-                for st in tb.steps:
-                    if len(st.dep_list) > 1:
-                        c = nop_cost(st)
-                        if c:
-                            cost[st._s] += c
-    spart = [-1 if st is None else st._s for st in send_to]
-    rpart = [-1] * n                            # links are matched both ways: from the senders
-    for g, p in enumerate(spart):
-        if p >= 0:
-            rpart[p] = g
-    tb_of: list[int] = []
-    base: list[int] = []
-    for t, tb in enumerate(tbs):
-        base.append(len(tb_of))
-        tb_of += [t] * len(tb.steps)
-    base.append(n)
+    # through the TBs in order, so TB t holds gids base[t] .. base[t] + len - 1. Per gid (in
+    # tables): what the walk assigns (_HALVES), the cost (the step plus the nops its
+    # dependencies will need), the gids of the link partners (-1: none) and the TB.
+    ntb = len(tbs)
+    n = sum([len(tb.steps) for tb in tbs])
+    halves = bytearray(n)
+    spart, rpart = _table(-1, n), _table(-1, n)
+    tb_of, base = _table(0, n), _table(0, ntb + 1)
+    _index_steps(tbs, halves, spart, rpart, tb_of, base)
+    cost = _table(1, n)
+    _add_nop_costs(algo.gpus, cost)
     # A segment per event: the receive and the send half of a fused step may end up in two
     # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
     # rcs steps be cut at all: every link cuts at the same message. A send-only step's rseg
     # is its piece too, so rseg holds every step's (first) piece.
-    rseg, sseg = [0] * n, [0] * n
-    # Segments only grow and every walk is monotone in them, so any order of walks reaches the
-    # same (least) fixed point. Walking piece by piece (round k assigns the halves of piece k
-    # on every TB before any TB goes on to piece k + 1) settles each cut while only the few
-    # steps around it are re-walked; walking every TB to its end would re-walk the rest of
-    # the TB once per cut that travels around a ring.
-    ntb = len(tbs)
-    walk = _Walk(halves, cost, rpart, spart, rseg, sseg, limit)
-    saved = [_fresh_state(base[t + 1] - base[t]) for t in range(ntb)]
-    dirty = [0] * ntb                           # first position whose halves may change
-    last = [-1] * ntb                           # last position pushed since it was walked
-    reached = [0] * ntb                         # furthest position any walk stopped at
-    waiting: dict[int, list[int]] = {0: list(range(ntb))}   # round -> TBs to look at then
-    queued = [False] * ntb
-    while waiting:
-        k = min(waiting)
-        if k > 2 * n:  # pragma: no cover - segments are bounded by the step count
-            raise LimitError("could not split thread blocks across channels (no fixed point)")
-        pending: deque[int] = deque()
-        for t in waiting.pop(k):
-            d = dirty[t]
-            if not queued[t] and d < base[t + 1] - base[t] and saved[t][0][d] <= k:
-                queued[t] = True
-                pending.append(t)
-        while pending:
-            t = pending.popleft()
-            queued[t] = False
-            size, curs = base[t + 1] - base[t], saved[t][0]
-            touched, pos, matched = walk(base[t], size, dirty[t], last[t], saved[t], k)
-            if matched:                         # from ``pos`` on the previous walks still hold
-                last[t], pos = -1, reached[t]
-            elif last[t] < pos:
-                last[t] = -1
-            if pos < size and last[t] < pos:
-                last[t] = pos                   # the state saved at ``pos`` is where to resume
-            if pos > reached[t]:
-                reached[t] = pos
-            dirty[t] = pos
-            if pos < size:
-                if curs[pos] <= k:
-                    queued[t] = True
-                    pending.append(t)
-                else:
-                    waiting.setdefault(curs[pos], []).append(t)
-            for g in touched:
-                pt = tb_of[g]
-                pi = g - base[pt]
-                if pi > last[pt]:
-                    last[pt] = pi
-                if pi < dirty[pt]:
-                    dirty[pt] = pi
-                    if not queued[pt]:
-                        key = saved[pt][0][pi]
-                        if key <= k:
-                            queued[pt] = True
-                            pending.append(pt)
-                        else:
-                            waiting.setdefault(key, []).append(pt)
+    rseg, sseg = _table(0, n), _table(0, n)
+    _settle(ntb, n, base, tb_of, halves, cost, rpart, spart, rseg, sseg, limit)
 
     width = max(tb.chan for tb in tbs) + 1
     top = max(max(rseg), max(sseg))
@@ -173,87 +105,192 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
             f"(256 steps per TB) or fewer --channels")
     # the fused steps whose halves fell into two pieces (rseg and sseg differ on other steps too)
     cut = [g for g in compress(range(n), map(ne, rseg, sseg)) if halves[g] == 3]
-    send_half = _unfuse_cut_steps(algo, [steps[g] for g in cut])
+    send_half = _unfuse_cut_steps(algo, [tbs[tb_of[g]].steps[g - base[tb_of[g]]] for g in cut])
     for gpu in algo.gpus:
         _rebuild_gpu(gpu, rseg, sseg, send_half, width)
 
 
-def _fresh_state(npos: int) -> tuple[list[int], list[int]]:
-    """Walk states (piece, steps used in it) before each position of a TB with ``npos`` steps:
-    (0, 0) before the first one, none yet (-1) elsewhere."""
-    curs, useds = [-1] * (npos + 1), [-1] * (npos + 1)
-    curs[0] = useds[0] = 0
-    return curs, useds
+def _all_fit(gpus: list[GPU], tbs: list[TB], limit: int) -> bool:
+    """Whether every TB fits ``limit`` with the nops its dependencies will need (nops come only
+    from dependencies on other TBs of the same GPU: none where it has one TB)."""
+    for tb in tbs:
+        if len(tb.steps) > limit:
+            return False
+    for gpu in gpus:
+        if len(gpu.tbs) > 1:
+            for tb in gpu.tbs:
+                used = len(tb.steps)
+                for st in tb.steps:
+                    if len(st.dep_list) > 1:
+                        used += nop_cost(st)
+                if used > limit:
+                    return False
+    return True
 
 
-class _Walk:
-    """The walk over one TB's steps (a callable holding the per-gid tables)."""
+def _index_steps(tbs: list[TB], halves, spart, rpart, tb_of, base) -> None:
+    """Give every step its gid (in ``_s``) and fill the per-gid tables: ``halves``, the link
+    partners both ways (``spart`` from the senders, ``rpart`` from the receivers), ``tb_of``
+    and each TB's first gid ``base``."""
+    halves_of = _HALVES
+    g = 0
+    for t, tb in enumerate(tbs):
+        base[t] = g
+        for st in tb.steps:
+            st._s = g
+            halves[g] = halves_of[st.type]
+            tb_of[g] = t
+            g += 1
+    base[len(tbs)] = g
+    g = 0                                       # links are matched both ways: from the senders
+    for tb in tbs:
+        for st in tb.steps:
+            to = st.send_to
+            if to is not None:
+                p = to._s
+                spart[g] = p
+                rpart[p] = g
+            g += 1
 
-    __slots__ = ("halves", "cost", "rpart", "spart", "rseg", "sseg", "limit")
 
-    def __init__(self, halves, cost, rpart, spart, rseg, sseg, limit):
-        self.halves, self.cost, self.rpart, self.spart = halves, cost, rpart, spart
-        self.rseg, self.sseg, self.limit = rseg, sseg, limit
+def _add_nop_costs(gpus: list[GPU], cost) -> None:
+    """Add to each step's cost the nops its dependencies will need (none on a GPU with one TB)."""
+    for gpu in gpus:
+        if len(gpu.tbs) > 1:
+            for tb in gpu.tbs:
+                for st in tb.steps:
+                    if len(st.dep_list) > 1:
+                        c = nop_cost(st)
+                        if c:
+                            cost[st._s] += c
 
-    def __call__(self, b, size, start, stop, saved, k):
-        """Assign pieces to the step halves of the TB whose gids start at ``b`` from position
-        ``start`` on (each half no earlier than its partner's piece), up to the first position
-        that would start in a piece after ``k``; push partners that must move later. Return
-        (gids of the pushed partners, position reached, whether the walk ended because it met
-        the previous walks' state).
 
-        ``saved`` keeps the walk's state before every position walked so far; past ``stop``
-        (the last position pushed since it was walked) nothing changed, so reaching the state a
-        previous walk had there means that walk's results still hold up to where it stopped."""
-        halves, costs, rpart, spart = self.halves, self.cost, self.rpart, self.spart
-        rseg, sseg, limit = self.rseg, self.sseg, self.limit
-        touched = []
-        curs, useds = saved
-        cur, used = curs[start], useds[start]
-        for i in range(start, size):
-            if cur > k:                         # piece k is done on this TB for now
-                curs[i], useds[i] = cur, used
-                return touched, i, False
-            if i > stop and cur == curs[i] and used == useds[i]:
-                return touched, i, True
-            curs[i], useds[i] = cur, used
-            sid = b + i
-            h = halves[sid]
-            unit = -1
-            if h & 1:
-                m = rseg[sid]
-                if m > cur:
-                    cur, used = m, 0
+def _settle(ntb: int, n: int, base, tb_of, halves, cost, rpart, spart, rseg, sseg,
+            limit: int) -> None:
+    """Walk the TBs until the segments reach their fixed point (see ``_walk``).
+
+    Segments only grow and every walk is monotone in them, so any order of walks reaches the
+    same (least) fixed point. Walking piece by piece (round k assigns the halves of piece k
+    on every TB before any TB goes on to piece k + 1) settles each cut while only the few
+    steps around it are re-walked; walking every TB to its end would re-walk the rest of
+    the TB once per cut that travels around a ring."""
+    # the walk states (piece, steps used in it) before each position of TB t, at
+    # base[t] + t + position (a TB with m steps has m + 1 positions): (0, 0) before the
+    # first step, none yet (-1) elsewhere
+    curs, useds = _table(-1, n + ntb), _table(-1, n + ntb)
+    for t in range(ntb):
+        curs[base[t] + t] = useds[base[t] + t] = 0
+    dirty = _table(0, ntb)                      # first position whose halves may change
+    last = _table(-1, ntb)                      # last position pushed since it was walked
+    reached = _table(0, ntb)                    # furthest position any walk stopped at
+    queued = bytearray(ntb)
+    waiting: dict[int, list[int]] = {0: list(range(ntb))}   # round -> TBs to look at then
+    while waiting:
+        k = min(waiting)
+        if k > 2 * n:  # pragma: no cover - segments are bounded by the step count
+            raise LimitError("could not split thread blocks across channels (no fixed point)")
+        pending: deque[int] = deque()
+        for t in waiting.pop(k):
+            d = dirty[t]
+            if not queued[t] and d < base[t + 1] - base[t] and curs[base[t] + t + d] <= k:
+                queued[t] = 1
+                pending.append(t)
+        while pending:
+            t = pending.popleft()
+            queued[t] = 0
+            size, o = base[t + 1] - base[t], base[t] + t
+            touched: list[int] = []
+            pos, matched = _walk(halves, cost, rpart, spart, rseg, sseg, limit, base[t], size,
+                                 dirty[t], last[t], curs, useds, o, k, touched)
+            if matched:                         # from ``pos`` on the previous walks still hold
+                last[t], pos = -1, reached[t]
+            elif last[t] < pos:
+                last[t] = -1
+            if pos < size and last[t] < pos:
+                last[t] = pos                   # the state saved at ``pos`` is where to resume
+            if pos > reached[t]:
+                reached[t] = pos
+            dirty[t] = pos
+            if pos < size:
+                if curs[o + pos] <= k:
+                    queued[t] = 1
+                    pending.append(t)
+                else:
+                    waiting.setdefault(curs[o + pos], []).append(t)
+            for g in touched:
+                pt = tb_of[g]
+                pi = g - base[pt]
+                if pi > last[pt]:
+                    last[pt] = pi
+                if pi < dirty[pt]:
+                    dirty[pt] = pi
+                    if not queued[pt]:
+                        key = curs[base[pt] + pt + pi]
+                        if key <= k:
+                            queued[pt] = 1
+                            pending.append(pt)
+                        else:
+                            waiting.setdefault(key, []).append(pt)
+
+
+def _walk(halves, costs, rpart, spart, rseg, sseg, limit, b, size, start, stop, curs, useds, o,
+          k, touched):
+    """Assign pieces to the step halves of the TB whose gids start at ``b`` from position
+    ``start`` on (each half no earlier than its partner's piece), up to the first position
+    that would start in a piece after ``k``; push partners that must move later (their gids
+    go to ``touched``). Return (position reached, whether the walk ended because it met the
+    previous walks' state).
+
+    ``curs``/``useds`` from ``o`` on keep the walk's state before every position walked so
+    far; past ``stop`` (the last position pushed since it was walked) nothing changed, so
+    reaching the state a previous walk had there means that walk's results still hold up to
+    where it stopped."""
+    cur, used = curs[o + start], useds[o + start]
+    for i in range(start, size):
+        oi = o + i
+        if cur > k:                             # piece k is done on this TB for now
+            curs[oi], useds[oi] = cur, used
+            return i, False
+        if i > stop and cur == curs[oi] and used == useds[oi]:
+            return i, True
+        curs[oi], useds[oi] = cur, used
+        sid = b + i
+        h = halves[sid]
+        unit = -1
+        if h & 1:
+            m = rseg[sid]
+            if m > cur:
+                cur, used = m, 0
+            cost = costs[sid]
+            c = cost + (1 if cur and not used else 0)
+            if used and used + c > limit:
+                cur, used, c = cur + 1, 0, cost + 1
+            used += c
+            unit = cur
+            rseg[sid] = cur
+            p = rpart[sid]
+            if p >= 0 and sseg[p] < cur:
+                sseg[p] = cur
+                touched.append(p)
+        if h & 2:
+            m = sseg[sid]
+            if m > cur:
+                cur, used = m, 0
+            if unit != cur:                     # the send half starts a new unit of work
                 cost = costs[sid]
                 c = cost + (1 if cur and not used else 0)
                 if used and used + c > limit:
                     cur, used, c = cur + 1, 0, cost + 1
                 used += c
-                unit = cur
+            sseg[sid] = cur
+            if unit < 0:                        # a send-only step: rseg holds its piece too
                 rseg[sid] = cur
-                p = rpart[sid]
-                if p >= 0 and sseg[p] < cur:
-                    sseg[p] = cur
-                    touched.append(p)
-            if h & 2:
-                m = sseg[sid]
-                if m > cur:
-                    cur, used = m, 0
-                if unit != cur:                 # the send half starts a new unit of work
-                    cost = costs[sid]
-                    c = cost + (1 if cur and not used else 0)
-                    if used and used + c > limit:
-                        cur, used, c = cur + 1, 0, cost + 1
-                    used += c
-                sseg[sid] = cur
-                if unit < 0:                    # a send-only step: rseg holds its piece too
-                    rseg[sid] = cur
-                p = spart[sid]
-                if p >= 0 and rseg[p] < cur:
-                    rseg[p] = cur
-                    touched.append(p)
-        curs[size], useds[size] = cur, used
-        return touched, size, False
+            p = spart[sid]
+            if p >= 0 and rseg[p] < cur:
+                rseg[p] = cur
+                touched.append(p)
+    curs[o + size], useds[o + size] = cur, used
+    return size, False
 
 
 _UNFUSED = {RECV_COPY_SEND: RECV,
