@@ -14,6 +14,11 @@ import argparse
 import gc
 import time
 
+import os as _os
+import sys as _sys
+
+_sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
+
 from ccxml.algorithm import Options
 from ccxml.algorithms import build
 from ccxml.export import to_xml

@@ -13,6 +13,11 @@ import os
 import time
 from pathlib import Path
 
+import os as _os
+import sys as _sys
+
+_sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
+
 from ccxml.commands_simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule
 from ccxml.topology import Topology

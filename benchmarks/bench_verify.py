@@ -28,6 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import os as _os
+import sys as _sys
+
+_sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
+
 from ccxml import xmlload
 from ccxml.interpreter import verify
 

@@ -16,6 +16,11 @@ import importlib
 import math
 import time
 
+import os as _os
+import sys as _sys
+
+_sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
+
 from ccxml.algorithms import build
 from ccxml.commands_simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule

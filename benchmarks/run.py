@@ -18,6 +18,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 PY = sys.executable
+#: every case runs this checkout's ccxml (compiled in place by ``pip install -e .``, else pure)
+ENV = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 RATE_SNIPPET = """
 import sys, time
@@ -41,7 +43,7 @@ def run(cmd: list[str]) -> tuple[float, float, float, int, str, str]:
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as out, \
             tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=tmp, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, cwd=tmp, stdout=out, stderr=err, text=True, env=ENV)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -72,7 +74,7 @@ def main() -> int:
     args = ap.parse_args()
     misses: list[str] = []
     gen = [PY, "-m", "ccxml", "generate"]
-    version = subprocess.run([PY, "-m", "ccxml", "--version"], capture_output=True, text=True)
+    version = subprocess.run([PY, "-m", "ccxml", "--version"], capture_output=True, text=True, env=ENV)
     print(version.stdout.strip() or version.stderr.strip())
     case("ccxml generate ring --ranks 8", gen + ["ring", "--ranks", "8"], 0.3, None, misses)
     case("ring allreduce, 64 ranks", gen + ["ring", "--ranks", "64"], 0.3, None, misses)
@@ -83,7 +85,8 @@ def main() -> int:
         case("ring allreduce, 1024 ranks, generate + verify (legacy)",
              gen + ["ring", "--ranks", "1024", "--target", "legacy", "--verify", "-q", "-o", "r.xml"],
              20.0, 4096, misses)
-    rate = subprocess.run([PY, "-c", RATE_SNIPPET, "64", "exec"], capture_output=True, text=True)
+    rate = subprocess.run([PY, "-c", RATE_SNIPPET, "64", "exec"], capture_output=True, text=True,
+                          env=ENV)
     try:
         steps_s = float(rate.stdout.strip())
     except ValueError:
