@@ -71,6 +71,8 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
         if st.recv_index > top:
             top = st.recv_index
         ndeps += len(st.dep_list)
+    if top >= 1 << 59:  # pragma: no cover - no schedule has that many sends on one link
+        raise OverflowError(f"send or receive index {top} is too large to order")
     # heap entries are integers: (seed key · m + issue number) · n + step number, so the order is
     # the seed key, then issue order, as with tuples, at a fraction of the cost. The seed key is
     # at most 8·top + 5; if an entry could exceed 64 bits, entries are ranks instead (same order)
