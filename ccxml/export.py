@@ -20,7 +20,7 @@ import tempfile
 from ccxml.ir import Algo, GPU, Step
 from ccxml.passes.splitting import LimitError
 from ccxml.wire import (INPUT, LEGACY_COLL_NAMES, NOP, OUTPUT, RECV, RECV_REDUCE_SEND, SCRATCH,
-                        SEND, Buffer, Coll)
+                        SEND, Buffer, Coll, StepType)
 
 LEGACY_COLLS = {Coll.ALLREDUCE, Coll.ALLGATHER, Coll.REDUCESCATTER, Coll.ALLTOALL,
                 Coll.BROADCAST, Coll.REDUCE}
@@ -141,58 +141,106 @@ def _escape(value: str) -> str:
     return value
 
 
+# The constant pieces of a ``<step>`` line around its numbers, per step type, per buffer and per
+# hasdep, so the loop in :func:`to_xml` formats only integers (a ``_value_`` lookup on an Enum
+# member costs more than a dict lookup): '" type="s" srcbuf="', 'i" srcoff="', '" dstbuf="o"
+# dstoff="', '" hasdep="1"/>\n'; a nop's operands are always the same
+_TYPE_PIECE = {t: f'" type="{t._value_}" srcbuf="' for t in StepType}
+_SRCBUF_PIECE = {b: f'{b._value_}" srcoff="' for b in Buffer}
+_DSTBUF_PIECE = {b: f'" dstbuf="{b._value_}" dstoff="' for b in Buffer}
+_HASDEP_PIECE = ('" hasdep="0"/>\n', '" hasdep="1"/>\n')
+_NOP_PIECE = '" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="'
+_NO_DEP = '-1" deps="-1'
+# ... and the pieces holding a small number i, made once for every i below a bound that grows
+# with the schedules written (most numbers in a file are small: step and TB numbers, chunk
+# offsets and counts); a larger number is formatted where it occurs
+_NUMBERS: list[str] = []            # f"{i}"
+_STEP_OPEN: list[str] = []          # f'      <step s="{i}'
+_CNT_PIECE: list[str] = []          # f'" cnt="{i}" depid="'
+_DEPID_PIECE: list[str] = []        # f'{i}" deps="'
+
+
+def _number_pieces(want: int) -> int:
+    """Extend the number pieces to cover 0..want-1; return how many there are."""
+    have = len(_NUMBERS)
+    if have < want:
+        new = range(have, want)
+        _NUMBERS.extend([f"{i}" for i in new])
+        _STEP_OPEN.extend([f'      <step s="{i}' for i in new])
+        _CNT_PIECE.extend([f'" cnt="{i}" depid="' for i in new])
+        _DEPID_PIECE.extend([f'{i}" deps="' for i in new])
+        have = want
+    return have
+
+
 def to_xml(algo: Algo, target: str = "exec") -> str:
     """The file's text (compile the algo first); byte-identical to :func:`to_xml_lxml`."""
-    lines = [_open_tag("algo", algo_attrs(algo, target), "")]
-    append = lines.append
+    type_piece, srcbuf_piece, dstbuf_piece = _TYPE_PIECE, _SRCBUF_PIECE, _DSTBUF_PIECE
+    hasdep_piece, nop_piece, no_dep = _HASDEP_PIECE, _NOP_PIECE, _NO_DEP
+    nop, send, recv, rrs, scratch = NOP, SEND, RECV, RECV_REDUCE_SEND, SCRATCH
+    # number pieces for 0 <= i < kept: no string formatted (and freed) per number
+    kept = _number_pieces(min(max(1024, 8 * algo.ngpus), 1 << 16))
+    nums, step_open, cnt_piece, depid_piece = _NUMBERS, _STEP_OPEN, _CNT_PIECE, _DEPID_PIECE
+    # the text as a list of pieces joined once at the end: no string per line
+    out = [_open_tag("algo", algo_attrs(algo, target), "", ">\n")]
     for gpu in algo.gpus:
-        append(None)                # the <gpu> line, once the walk knows s_chunks
-        at = len(lines) - 1
+        out.append(None)            # the <gpu> line, once the walk knows s_chunks
+        at = len(out) - 1
         top = 0                     # scratch_chunks(gpu), computed on the same walk
         for tb in gpu.tbs:
             steps = tb.steps
             if not steps:
-                append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}"/>')
+                out.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" '
+                           f'chan="{tb.chan}"/>\n')
                 continue
-            append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">')
+            out.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">\n')
             for st in steps:
                 # step_values, inlined: a call per step would cost a fifth of the writer;
                 # test_export checks this text against the lxml tree built from step_values
-                t = st.type
-                if t is NOP:
-                    src, dst, cnt = _NOP
-                else:
-                    src, dst, cnt = st.src, st.dst, st.cnt
-                    if src is not None and src[0] is SCRATCH and src[1] + cnt > top:
-                        top = src[1] + cnt
-                    if dst is not None and dst[0] is SCRATCH and dst[1] + cnt > top:
-                        top = dst[1] + cnt
-                    if t is SEND or (t is RECV_REDUCE_SEND and dst is None):
-                        peer = st.send_to       # the sender names the receiver's destination
-                        dst = (None if peer is None else peer.dst) or src
-                    elif t is RECV:             # the receiver names the sender's source
-                        peer = st.recv_from
-                        src = (None if peer is None else peer.src or peer.dst) or dst
-                    src = src or dst
-                    dst = dst or src
+                s = st._s
+                opening = step_open[s] if 0 <= s < kept else f'      <step s="{s}'
                 dep = st.dep
                 if dep is None:
-                    depid = deps = -1
+                    depid, deps = no_dep, ""
                 else:
-                    depid, deps = dep.tb.id, dep._s
-                append(f'      <step s="{st._s}" type="{t._value_}" srcbuf="{src[0]._value_}" '
-                       f'srcoff="{src[1]}" dstbuf="{dst[0]._value_}" dstoff="{dst[1]}" '
-                       f'cnt="{cnt}" depid="{depid}" deps="{deps}" hasdep="{1 if st.publish else 0}"/>')
-            append("    </tb>")
+                    i, j = dep.tb.id, dep._s
+                    depid = depid_piece[i] if 0 <= i < kept else f'{i}" deps="'
+                    deps = nums[j] if 0 <= j < kept else f"{j}"
+                t = st.type
+                if t is nop:
+                    out.extend((opening, nop_piece, depid, deps, hasdep_piece[st.publish]))
+                    continue
+                src, dst, cnt = st.src, st.dst, st.cnt
+                if src is not None and src[0] is scratch and src[1] + cnt > top:
+                    top = src[1] + cnt
+                if dst is not None and dst[0] is scratch and dst[1] + cnt > top:
+                    top = dst[1] + cnt
+                if t is send or (t is rrs and dst is None):
+                    peer = st.send_to           # the sender names the receiver's destination
+                    dst = (None if peer is None else peer.dst) or src
+                elif t is recv:                 # the receiver names the sender's source
+                    peer = st.recv_from
+                    src = (None if peer is None else peer.src or peer.dst) or dst
+                src = src or dst
+                dst = dst or src
+                srcbuf, srcoff = src
+                dstbuf, dstoff = dst
+                out.extend((opening, type_piece[t], srcbuf_piece[srcbuf],
+                            nums[srcoff] if 0 <= srcoff < kept else f"{srcoff}",
+                            dstbuf_piece[dstbuf],
+                            nums[dstoff] if 0 <= dstoff < kept else f"{dstoff}",
+                            cnt_piece[cnt] if 0 <= cnt < kept else f'" cnt="{cnt}" depid="',
+                            depid, deps, hasdep_piece[st.publish]))
+            out.append("    </tb>\n")
         gpu_attrs = {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
                      "o_chunks": str(gpu.output_chunks), "s_chunks": str(top)}
-        if len(lines) - 1 == at:    # no TBs
-            lines[at] = _open_tag("gpu", gpu_attrs, "  ", "/>")
+        if len(out) - 1 == at:      # no TBs
+            out[at] = _open_tag("gpu", gpu_attrs, "  ", "/>\n")
         else:
-            lines[at] = _open_tag("gpu", gpu_attrs, "  ")
-            append("  </gpu>")
-    append("</algo>")
-    return "\n".join(lines) + "\n"
+            out[at] = _open_tag("gpu", gpu_attrs, "  ", ">\n")
+            out.append("  </gpu>\n")
+    out.append("</algo>\n")
+    return "".join(out)
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
