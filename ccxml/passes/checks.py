@@ -60,8 +60,12 @@ def check_links(algo: Algo) -> None:
                 sends[g, s, chan] = [st.cnt for st in tb.steps if st.type.sends]
             elif r >= 0:
                 recvs[r, g, chan] = [st.cnt for st in tb.steps if st.type.receives]
-    if sends == recvs:                  # every link declared at both ends with equal cnt sequences
-        return
+    if sends != recvs:                  # every link declared at both ends with equal cnt sequences?
+        _link_error(algo, sends, recvs)
+
+
+def _link_error(algo: Algo, sends: dict, recvs: dict) -> None:
+    """Raise the LinkError for the first link (sends first, deterministic order) that differs."""
     for key in [*sends, *(k for k in recvs if k not in sends)]:      # deterministic order
         a, b, chan = key
         if key not in recvs:
@@ -113,15 +117,10 @@ def check_limits(algo: Algo, profile: Profile) -> None:
             raise LimitError(f"gpu {gpu.id} has {len(tbs)} thread blocks; the {p.name} limit is "
                              f"{p.max_tbs}: use fewer --channels or --target exec")
         if len(tbs) > p.max_tbs_per_chan_dir:       # else no channel can hold too many
-            for kind, counts in (("send", Counter(tb.chan for tb in tbs if tb.send >= 0)),
-                                 ("recv", Counter(tb.chan for tb in tbs if tb.recv >= 0))):
-                for chan, count in sorted(counts.items()):
-                    if count > p.max_tbs_per_chan_dir:
-                        raise LimitError(
-                            f"gpu {gpu.id} has {count} TBs with a {kind} peer on channel {chan}; "
-                            f"the runtime allows {p.max_tbs_per_chan_dir}: spread the peers over "
-                            f"more channels (chan=...)")
-        nodes = 1 + algo.ngpus + len(tbs) + sum(len(tb.steps) for tb in tbs)
+            _check_tbs_per_channel(gpu, p)
+        nodes = 1 + algo.ngpus + len(tbs)
+        for tb in tbs:
+            nodes += len(tb.steps)
         if nodes > p.max_nodes:
             raise LimitError(f"gpu {gpu.id} needs {nodes} XML nodes; the runtime keeps at most "
                              f"{p.max_nodes} per rank: use fewer --channels or fewer ranks")
@@ -135,6 +134,20 @@ def check_limits(algo: Algo, profile: Profile) -> None:
                 if (st.cnt > max_cnt or st.type not in types
                         or (dep is not None and dep.tb.id > max_dep_tb)):
                     _step_limit_error(gpu, tb, st, p)
+
+
+def _check_tbs_per_channel(gpu, p: Profile) -> None:
+    """Raise LimitError if a channel of ``gpu`` has more TBs with a send (recv) peer than the
+    runtime allows."""
+    tbs = gpu.tbs
+    for kind, counts in (("send", Counter(tb.chan for tb in tbs if tb.send >= 0)),
+                         ("recv", Counter(tb.chan for tb in tbs if tb.recv >= 0))):
+        for chan, count in sorted(counts.items()):
+            if count > p.max_tbs_per_chan_dir:
+                raise LimitError(
+                    f"gpu {gpu.id} has {count} TBs with a {kind} peer on channel {chan}; "
+                    f"the runtime allows {p.max_tbs_per_chan_dir}: spread the peers over "
+                    f"more channels (chan=...)")
 
 
 def _step_limit_error(gpu, tb, st, p: Profile) -> None:
