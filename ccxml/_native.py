@@ -82,6 +82,12 @@ class _SourceFirst:
         return importlib.util.spec_from_file_location(fullname, base + ".py", loader=loader)
 
 
+def is_compiled(module_file: str) -> bool:
+    """Whether the module whose ``__file__`` this is runs compiled (an extension module file).
+    Modules with a compiled-only fast path (C arrays, a C heap) test it once at import."""
+    return module_file.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
 def _has_extension(base: str) -> bool:
     return any(os.path.exists(base + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES)
 
@@ -103,7 +109,7 @@ def status() -> dict[str, bool]:
     out = {}
     for name in NATIVE_MODULES:
         mod = importlib.import_module(name)
-        out[name] = not (getattr(mod, "__file__", "") or "").endswith(".py")
+        out[name] = is_compiled(getattr(mod, "__file__", "") or "")
     return out
 
 

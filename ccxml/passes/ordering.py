@@ -31,10 +31,11 @@ from __future__ import annotations
 import heapq
 from array import array
 
+from ccxml._native import is_compiled
 from ccxml.ir import TB, Algo, Step
 
 # True when this module runs compiled (see ccxml._native): the ready heap is then a flat array
-_COMPILED = not __file__.endswith(".py")
+_COMPILED = is_compiled(__file__)
 _ZERO = bytes(8)
 
 

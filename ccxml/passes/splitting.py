@@ -19,10 +19,10 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections import deque
-from importlib.machinery import EXTENSION_SUFFIXES
 from itertools import compress
 from operator import ne
 
+from ccxml._native import is_compiled
 from ccxml.ir import GPU, TB, Algo, Step
 from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
                         RECV_REDUCE_SEND, SEND, Profile, StepType)
@@ -55,7 +55,7 @@ def nop_cost(step: Step) -> int:
 
 # The per-gid tables: C arrays where this module runs compiled (splitting.pxd types them as
 # memoryviews), plain lists where it runs as Python (quicker to index there).
-_C_TABLES = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+_C_TABLES = is_compiled(__file__)
 
 
 def _table(value: int, n: int) -> list[int]:
