@@ -7,6 +7,7 @@ cdef class Program
 
 cdef Py_ssize_t _READS_SRC, _READS_DST, _WRITES_DST
 cdef dict _ACCESS, _CODE
+cdef Py_ssize_t _INT32_MAX
 
 cdef Py_ssize_t _buffer_code(object buf) except -1
 @cython.locals(c=Chunk)

@@ -37,6 +37,8 @@ from ccxml.wire import (COPY, INPUT, LINK_CALLS, OUTPUT, RECV, RECV_REDUCE_COPY,
 #: largest ``cnt`` every runtime accepts
 MAX_CNT = 71
 
+_INT32_MAX = 2**31 - 1
+
 
 class ChunkError(ValueError):
     """A Chunk API call is invalid (out-of-range index, size mismatch, wrong rank...)."""
@@ -308,6 +310,8 @@ class Program:
             raise ChunkError("the program is already compiled; build a new Program to add steps")
         if chan < 0:
             raise ChunkError(f"channel must be >= 0, got {chan}")
+        if chan > _INT32_MAX:               # a step's integer fields are 32-bit when compiled
+            raise ChunkError(f"channel {chan} is out of range (no runtime has more than 128)")
         step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
         access = _ACCESS[type]

@@ -1,26 +1,26 @@
 # Cython declarations for ccxml/ir.py (see setup.py): the IR's classes as C structs.
 cdef class Step:
     cdef public object type
-    cdef public Py_ssize_t gpu
+    cdef public int gpu
     cdef public object src
     cdef public object dst
-    cdef public Py_ssize_t cnt
-    cdef public Py_ssize_t send_peer
-    cdef public Py_ssize_t recv_peer
-    cdef public Py_ssize_t chan
+    cdef public int cnt
+    cdef public int send_peer
+    cdef public int recv_peer
+    cdef public int chan
     cdef public object tb
     cdef public object recv_from
     cdef public object send_to
     cdef public list dep_list
-    cdef public Py_ssize_t original_index
-    cdef public Py_ssize_t send_index
-    cdef public Py_ssize_t recv_index
+    cdef public int original_index
+    cdef public int send_index
+    cdef public int recv_index
     cdef public object dep
     cdef public object merged_into
     cdef public bint publish
     cdef public object readers_after
     cdef public object overwritten_by
-    cdef public Py_ssize_t _s
+    cdef public int _s
 
 
 cdef class TB:

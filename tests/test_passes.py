@@ -270,3 +270,11 @@ def test_check_links_rejects_a_broken_link_naming_it(breakage, reason):
         rx.steps.append(Step(StepType.RECV, 1, dst=first_recv.dst, recv_peer=0))
     with pytest.raises(LinkError, match=reason):
         check_links(algo)
+
+
+@pytest.mark.parametrize("chan, reason", [(-1, "channel must be >= 0"), (2**40, "out of range")])
+def test_a_channel_no_runtime_has_is_refused_when_issued(chan, reason):
+    from ccxml.chunk import ChunkError
+    prog = Program("x", Coll.ALLGATHER, 2, 2)
+    with pytest.raises(ChunkError, match=reason):
+        prog.input(0, 0).copy(prog.output(1, 0), chan=chan)
