@@ -149,7 +149,8 @@ _TYPE_PIECE = {t: f'" type="{t._value_}" srcbuf="' for t in StepType}
 _SRCBUF_PIECE = {b: f'{b._value_}" srcoff="' for b in Buffer}
 _DSTBUF_PIECE = {b: f'" dstbuf="{b._value_}" dstoff="' for b in Buffer}
 _HASDEP_PIECE = ('" hasdep="0"/>\n', '" hasdep="1"/>\n')
-_NOP_PIECE = '" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="'
+_NOP_PIECE = (f'" type="{NOP._value_}" srcbuf="{_NOP[0][0]._value_}" srcoff="{_NOP[0][1]}" '
+              f'dstbuf="{_NOP[1][0]._value_}" dstoff="{_NOP[1][1]}" cnt="{_NOP[2]}" depid="')
 _NO_DEP = '-1" deps="-1'
 # ... and the pieces holding a small number i, made once for every i below a bound that grows
 # with the schedules written (most numbers in a file are small: step and TB numbers, chunk
