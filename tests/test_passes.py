@@ -278,3 +278,26 @@ def test_a_channel_no_runtime_has_is_refused_when_issued(chan, reason):
     prog = Program("x", Coll.ALLGATHER, 2, 2)
     with pytest.raises(ChunkError, match=reason):
         prog.input(0, 0).copy(prog.output(1, 0), chan=chan)
+
+
+def test_ordering_keeps_its_order_when_heap_entries_would_not_fit_64_bits():
+    """Entries too large for int64 become ranks (same order). Only a pathological schedule gets
+    there, so the pure module is made to take that path (a compiled one cannot be patched)."""
+    import os
+    import subprocess
+    import sys
+    script = (
+        "from ccxml.algorithms import build\n"
+        "from ccxml.algorithm import Options\n"
+        "import ccxml.passes.ordering as o\n"
+        "texts = []\n"
+        "for fits in (o._fits_int64, lambda *a: False):\n"
+        "    o._fits_int64 = fits\n"
+        "    for alg, coll in (('rhd', 'allreduce'), ('pairwise', 'alltoall'), ('ring', 'allreduce')):\n"
+        "        texts.append(build(alg, coll, 6, options=Options()).to_xml('exec'))\n"
+        "print(texts[:3] == texts[3:], len(set(texts)))\n")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=repo,
+                         env=dict(os.environ, CCXML_PURE="1", PYTHONPATH=repo), timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "3"]
