@@ -10,8 +10,11 @@ cdef dict _ACCESS, _CODE
 cdef Py_ssize_t _INT32_MAX
 
 cdef Py_ssize_t _buffer_code(object buf) except -1
-@cython.locals(c=Chunk)
+@cython.locals(c=Chunk, refs=list, ref=tuple)
 cdef Chunk _new_chunk(Program program, Py_ssize_t gpu_id, chunk_type, index, Py_ssize_t size)
+
+@cython.locals(after=object)
+cdef _add_reader(Step w, Step step)
 
 
 cdef class Chunk:
@@ -50,22 +53,25 @@ cdef class Program:
     cdef public Py_ssize_t _seq
     cdef public list _writer
     cdef public list _readers
+    cdef public list _refs
     cdef public object _compiled
 
     @cython.locals(limit=object)
     cpdef Chunk chunk(self, rank, buffer, index, size=*)
-    @cython.locals(step=Step, access=Py_ssize_t)
+    @cython.locals(step=Step, access=Py_ssize_t, key=Py_ssize_t)
     cpdef Step _issue(self, object type, Py_ssize_t gpu, src=*, dst=*, Py_ssize_t cnt=*,
                       Py_ssize_t send_peer=*, Py_ssize_t recv_peer=*, Py_ssize_t chan=*)
-    @cython.locals(w=Step, writer=dict, readers=dict, rs=list, after=list)
-    cdef _read_one(self, Step step, key, Py_ssize_t gpu)
-    @cython.locals(writer=dict, readers=dict, deps=list, w=Step, rs=list, after=list,
-                   code=Py_ssize_t)
-    cdef _read(self, Step step, side, Py_ssize_t cnt, Py_ssize_t gpu)
-    @cython.locals(code=Py_ssize_t)
-    cdef _write(self, Step step, side, Py_ssize_t cnt, Py_ssize_t gpu)
-    @cython.locals(writer=dict, readers=dict, deps=list, w=Step, rs=list, reader=Step)
-    cdef _write_one(self, Step step, i, key, Py_ssize_t gpu)
+    @cython.locals(index=Py_ssize_t, key=Py_ssize_t, end=Py_ssize_t, grow=list)
+    cdef Py_ssize_t _key(self, Py_ssize_t gpu, tuple side, Py_ssize_t cnt) except -1
+    @cython.locals(w=Step, readers=list, rs=object)
+    cdef _read_one(self, Step step, Py_ssize_t key, Py_ssize_t gpu)
+    @cython.locals(writer=list, readers=list, deps=list, w=Step, rs=object, key=Py_ssize_t)
+    cdef _read(self, Step step, Py_ssize_t lo, Py_ssize_t cnt, Py_ssize_t gpu)
+    @cython.locals(i=Py_ssize_t)
+    cdef _write(self, Step step, Py_ssize_t index, Py_ssize_t lo, Py_ssize_t cnt, Py_ssize_t gpu)
+    @cython.locals(writer=list, readers=list, deps=list, w=Step, rs=object, reader=Step,
+                   over=list)
+    cdef _write_one(self, Step step, Py_ssize_t i, Py_ssize_t key, Py_ssize_t gpu)
     @cython.locals(marks=list, gpus=list, ranks=list, r=Py_ssize_t, gpu=GPU, pending=list,
                    fresh=list, first=dict, last=dict, st=Step, before=Step, previous=list)
     cpdef next_round(self, receives=*)

@@ -39,6 +39,9 @@ MAX_CNT = 71
 
 _INT32_MAX = 2**31 - 1
 
+#: largest scratch index + 1 a program may use (its access tables are flat lists per rank)
+SCRATCH_LIMIT = 1 << 24
+
 
 class ChunkError(ValueError):
     """A Chunk API call is invalid (out-of-range index, size mismatch, wrong rank...)."""
@@ -83,8 +86,8 @@ class Chunk:
         """(source piece, destination piece) pairs of at most ``limit`` chunks."""
         for lo in range(0, self.size, limit):
             n = min(limit, self.size - lo)
-            yield (Chunk(self.program, self.gpu_id, self.chunk_type, self.index + lo, n),
-                   Chunk(dst.program, dst.gpu_id, dst.chunk_type, dst.index + lo, n))
+            yield (_new_chunk(self.program, self.gpu_id, self.chunk_type, self.index + lo, n),
+                   _new_chunk(dst.program, dst.gpu_id, dst.chunk_type, dst.index + lo, n))
 
     def copy(self, dst: "Chunk", chan: int = 0) -> "Chunk":
         """Copy into ``dst`` (a ``cpy`` on one rank, a send/receive pair across ranks)."""
@@ -161,21 +164,45 @@ class Chunk:
         if n < 1 or self.size % n:
             raise ChunkError(f"cannot split {self} into {n} equal pieces")
         k = self.size // n
-        return [Chunk(self.program, self.gpu_id, self.chunk_type, self.index + i * k, k)
+        return [_new_chunk(self.program, self.gpu_id, self.chunk_type, self.index + i * k, k)
                 for i in range(n)]
 
 
 def _new_chunk(program: "Program", gpu_id: int, chunk_type: Buffer, index: int, size: int) -> Chunk:
     """``Chunk(program, gpu_id, chunk_type, index, size)`` (compiled: without the constructor's
-    argument parsing)."""
+    argument parsing), whose ``ref`` is the program's one tuple for (``chunk_type``, ``index``):
+    the steps keep their operands, and millions of steps name a few thousand of them."""
     c = Chunk.__new__(Chunk)
     c.program = program
     c.gpu_id = gpu_id
     c.chunk_type = chunk_type
     c.index = index
     c.size = size
-    c.ref = (chunk_type, index)
+    refs = program._refs[_buffer_code(chunk_type)]
+    if index < len(refs):
+        ref = refs[index]
+        if ref is None:
+            ref = refs[index] = (chunk_type, index)
+    elif 0 <= index < SCRATCH_LIMIT:
+        refs.extend([None] * (index + 1 - len(refs)))
+        ref = refs[index] = (chunk_type, index)
+    else:
+        ref = (chunk_type, index)
+    c.ref = ref
     return c
+
+
+def _add_reader(w: Step, step: Step) -> None:
+    """Record on the ``rrc`` step ``w`` that ``step`` read what it wrote (``readers_after``:
+    None, the one reader, or a list of the distinct readers in order)."""
+    after = w.readers_after
+    if after is None:
+        w.readers_after = step
+    elif type(after) is list:
+        if after[-1] is not step:
+            after.append(step)
+    elif after is not step:
+        w.readers_after = [after, step]
 
 
 def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
@@ -189,7 +216,7 @@ def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
 #: Program._compiled while (or after) the passes fail
 _FAILED = "failed"
 
-#: dense code of a buffer in the per-rank access tables (key = chunk index · 4 + code)
+#: dense code of a buffer in the per-rank access tables (key = chunk index · 3 + code)
 _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
 
 #: what a step of each type does to the local chunk tables (one dict lookup per issued step
@@ -260,9 +287,15 @@ class Program:
         self._issued_ranks: list[int] = []   # ...in the order they got their first one
         self._round_last: list[list[Step]] = [[] for _ in range(ngpus)]
         self._seq = 0
-        # per rank, per chunk key (index·4 + buffer code): the last writer, and the readers since
-        self._writer: list[dict[int, Step]] = [{} for _ in range(ngpus)]
-        self._readers: list[dict[int, list[Step]]] = [{} for _ in range(ngpus)]
+        # per rank, per chunk key (index·3 + buffer code, grown with the scratch used): the last
+        # writer, and the readers since (None, the one step, or a list of steps)
+        self._writer: list[list] = []
+        self._readers: list[list] = []
+        for r in range(ngpus):
+            size = 3 * max(self._in_sizes[r], self._out_sizes[r])
+            self._writer.append([None] * size)
+            self._readers.append([None] * size)
+        self._refs: list[list] = [[], [], []]  # per buffer code, per index: the one (buffer, index)
         self._compiled: str | bool = False
 
     @property
@@ -285,6 +318,9 @@ class Program:
         if buffer is SCRATCH:
             if index < 0:
                 raise ChunkError(f"scratch index {index} < 0")
+            if index + size > SCRATCH_LIMIT:
+                raise ChunkError(f"scratch[{index}:+{size}] is beyond the {SCRATCH_LIMIT} scratch "
+                                 f"chunks a program may use")
             return _new_chunk(self, rank, buffer, index, size)
         limit = (self._in_sizes if buffer is INPUT else self._out_sizes)[rank]
         if index < 0 or index + size > limit:
@@ -316,89 +352,105 @@ class Program:
         self._seq += 1
         access = _ACCESS[type]
         if src is not None and access & _READS_SRC:
+            key = self._key(gpu, src, cnt)
             if cnt == 1:
-                self._read_one(step, src[1] * 4 + _buffer_code(src[0]), gpu)
+                self._read_one(step, key, gpu)
             else:
-                self._read(step, src, cnt, gpu)
+                self._read(step, key, cnt, gpu)
         if access & _READS_DST:
-            self._read(step, dst, cnt, gpu)
+            self._read(step, self._key(gpu, dst, cnt), cnt, gpu)
         if dst is not None and access & _WRITES_DST:
+            key = self._key(gpu, dst, cnt)
             if cnt == 1:
-                self._write_one(step, dst[1], dst[1] * 4 + _buffer_code(dst[0]), gpu)
+                self._write_one(step, dst[1], key, gpu)
             else:
-                self._write(step, dst, cnt, gpu)
+                self._write(step, dst[1], key, cnt, gpu)
         self._pending[gpu].append(step)
         if not self._issued_on[gpu]:
             self._issued_on[gpu] = 1
             self._issued_ranks.append(gpu)
         return step
 
+    def _key(self, gpu: int, side: tuple[Buffer, int], cnt: int) -> int:
+        """The access-table key of chunk ``side`` on ``gpu`` (index · 3 + buffer code); the
+        tables of ``gpu`` are grown to hold ``cnt`` chunks from there."""
+        index = side[1]
+        key = index * 3 + _buffer_code(side[0])
+        end = key + 3 * cnt
+        if end > len(self._writer[gpu]):
+            if index < 0 or index + cnt > SCRATCH_LIMIT:
+                raise ChunkError(f"{side[0].name.lower()}[{index}:+{cnt}] is out of range "
+                                 f"(chunk indices run from 0 to {SCRATCH_LIMIT - 1})")
+            grow = [None] * (end - len(self._writer[gpu]))
+            self._writer[gpu].extend(grow)
+            self._readers[gpu].extend(grow)
+        elif index < 0:
+            raise ChunkError(f"{side[0].name.lower()}[{index}:+{cnt}] is out of range")
+        return key
+
     def _read_one(self, step: Step, key: int, gpu: int) -> None:
-        """:meth:`_read` of one chunk (the common case), ``key`` = chunk index · 4 + buffer code."""
-        writer = self._writer[gpu]
-        w = writer.get(key)
+        """:meth:`_read` of one chunk (the common case)."""
+        w = self._writer[gpu][key]
         if w is not None:
             step.dep_list.append(w)         # the step's first read: no dependency yet
             if w.type is RECV_REDUCE_COPY:
-                after = w.readers_after
-                if after is None:
-                    w.readers_after = [step]
-                else:
-                    after.append(step)
+                _add_reader(w, step)
         readers = self._readers[gpu]
-        rs = readers.get(key)
+        rs = readers[key]
         if rs is None:
-            readers[key] = [step]
-        else:
+            readers[key] = step
+        elif type(rs) is list:
             rs.append(step)
+        else:
+            readers[key] = [rs, step]
 
-    def _read(self, step: Step, side: tuple[Buffer, int], cnt: int, gpu: int) -> None:
-        """``step`` reads ``cnt`` chunks at ``side``: it depends on their last writer."""
+    def _read(self, step: Step, lo: int, cnt: int, gpu: int) -> None:
+        """``step`` reads ``cnt`` chunks from key ``lo``: it depends on their last writer."""
         writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
-        code = _buffer_code(side[0])
-        lo = side[1] * 4 + code
-        for key in range(lo, lo + 4 * cnt, 4):
-            w = writer.get(key)
+        for key in range(lo, lo + 3 * cnt, 3):
+            w = writer[key]
             if w is not None:
                 if w not in deps:
                     deps.append(w)
                 if w.type is RECV_REDUCE_COPY:
-                    after = w.readers_after
-                    if after is None:
-                        w.readers_after = [step]
-                    elif after[-1] is not step:
-                        after.append(step)
-            rs = readers.get(key)
+                    _add_reader(w, step)
+            rs = readers[key]
             if rs is None:
-                readers[key] = [step]
-            else:
-                rs.append(step)
+                readers[key] = step
+            elif type(rs) is list:
+                if rs[-1] is not step:
+                    rs.append(step)
+            elif rs is not step:
+                readers[key] = [rs, step]
 
-    def _write(self, step: Step, side: tuple[Buffer, int], cnt: int, gpu: int) -> None:
-        """``step`` writes ``cnt`` chunks at ``side``: it depends on the last writer and on the
-        readers since (which it must not overtake)."""
-        buf, lo = side
-        code = _buffer_code(buf)
-        for i in range(lo, lo + cnt):
-            self._write_one(step, i, i * 4 + code, gpu)
+    def _write(self, step: Step, index: int, lo: int, cnt: int, gpu: int) -> None:
+        """``step`` writes ``cnt`` chunks from ``index`` (key ``lo``): it depends on the last
+        writer and on the readers since (which it must not overtake)."""
+        for i in range(cnt):
+            self._write_one(step, index + i, lo + 3 * i, gpu)
 
     def _write_one(self, step: Step, i: int, key: int, gpu: int) -> None:
-        """:meth:`_write` of chunk ``i`` (``key`` = i · 4 + buffer code)."""
+        """:meth:`_write` of chunk ``i`` (access-table key ``key``)."""
         writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
-        w = writer.get(key)
+        w = writer[key]
         if w is not None:
             if w not in deps:
                 deps.append(w)
             if w.type is RECV_REDUCE_COPY:
-                if w.overwritten_by is None:
+                over = w.overwritten_by
+                if over is None:
                     w.overwritten_by = [(i, step)]
                 else:
-                    w.overwritten_by.append((i, step))
-        rs = readers.pop(key, None)
+                    over.append((i, step))
+        rs = readers[key]
         if rs is not None:
-            for reader in rs:
-                if reader is not step and reader not in deps:
-                    deps.append(reader)
+            readers[key] = None
+            if type(rs) is list:
+                for reader in rs:
+                    if reader is not step and reader not in deps:
+                        deps.append(reader)
+            elif rs is not step and rs not in deps:
+                deps.append(rs)
         writer[key] = step
 
     # ---- algorithm steps ------------------------------------------------------------------

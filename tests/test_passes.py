@@ -7,7 +7,7 @@ from lxml import etree
 from ccxml.chunk import Program
 from ccxml.ir import GPU, TB, IRError, Step
 from ccxml.passes import LimitError, compile_algo
-from ccxml.wire import Coll, StepType
+from ccxml.wire import Buffer, Coll, StepType
 
 
 def _xml_steps(text: str):
@@ -278,6 +278,25 @@ def test_a_channel_no_runtime_has_is_refused_when_issued(chan, reason):
     prog = Program("x", Coll.ALLGATHER, 2, 2)
     with pytest.raises(ChunkError, match=reason):
         prog.input(0, 0).copy(prog.output(1, 0), chan=chan)
+
+
+def test_scratch_beyond_the_limit_is_refused_and_high_scratch_below_it_works():
+    from ccxml.chunk import SCRATCH_LIMIT, Chunk, ChunkError
+    from ccxml.interpreter import verify
+    prog = Program("x", Coll.ALLGATHER, 2, 2)
+    with pytest.raises(ChunkError, match="beyond the 16777216 scratch chunks"):
+        prog.scratch(0, SCRATCH_LIMIT - 1, 2)
+    # a Chunk made directly (not through Program.chunk) is refused when a step would use it
+    far = Chunk(prog, 1, Buffer.SCRATCH, SCRATCH_LIMIT, 1)
+    with pytest.raises(ChunkError, match="out of range"):
+        prog.input(0, 0).copy(far)
+    # a scratch index past the tables grows them; the dependencies through it still hold
+    prog = Program("x", Coll.ALLGATHER, 2, 2)
+    for r in range(2):
+        prog.input(r, 0).copy(prog.output(r, r))
+        via = prog.input(r, 0).copy(prog.scratch(1 - r, 5000 + r))
+        via.copy(prog.output(1 - r, r))
+    assert verify(prog.to_xml("exec"), target="exec").ok
 
 
 def test_ordering_keeps_its_order_when_heap_entries_would_not_fit_64_bits():

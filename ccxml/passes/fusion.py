@@ -78,11 +78,13 @@ def _merge(r: Step, s: Step, fused: StepType) -> None:
 
 
 def _store_is_dead(r: Step, s: Step) -> bool:
-    readers = r.readers_after
-    if readers is not None:
+    readers = r.readers_after                 # None, the one reader, or a list of them
+    if type(readers) is list:
         for x in readers:
             if x is not s:
                 return False
+    elif readers is not None and readers is not s:
+        return False
     buf, lo = r.dst
     over = r.overwritten_by
     if not over:                              # never overwritten: dead only if it is scratch
