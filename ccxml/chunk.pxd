@@ -70,7 +70,7 @@ cdef class Program:
     @cython.locals(i=Py_ssize_t)
     cdef _write(self, Step step, Py_ssize_t index, Py_ssize_t lo, Py_ssize_t cnt, Py_ssize_t gpu)
     @cython.locals(writer=list, readers=list, deps=list, w=Step, rs=object, reader=Step,
-                   over=list)
+                   over=object)
     cdef _write_one(self, Step step, Py_ssize_t i, Py_ssize_t key, Py_ssize_t gpu)
     @cython.locals(marks=list, gpus=list, ranks=list, r=Py_ssize_t, gpu=GPU, pending=list,
                    fresh=list, first=dict, last=dict, st=Step, before=Step, previous=list)

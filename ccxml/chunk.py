@@ -439,9 +439,11 @@ class Program:
             if w.type is RECV_REDUCE_COPY:
                 over = w.overwritten_by
                 if over is None:
-                    w.overwritten_by = [(i, step)]
-                else:
+                    w.overwritten_by = (i, step)
+                elif type(over) is list:
                     over.append((i, step))
+                else:
+                    w.overwritten_by = [over, (i, step)]
         rs = readers[key]
         if rs is not None:
             readers[key] = None

@@ -1,4 +1,6 @@
 # Cython declarations for ccxml/ir.py (see setup.py): the IR's classes as C structs.
+cimport cython
+
 cdef class Step:
     cdef public object type
     cdef public int gpu
@@ -21,6 +23,9 @@ cdef class Step:
     cdef public object readers_after
     cdef public object overwritten_by
     cdef public int _s
+
+    @cython.locals(src=tuple, dst=tuple)
+    cpdef bint reads_chunk(self, buf, Py_ssize_t c) except -1
 
 
 cdef class TB:

@@ -55,11 +55,11 @@ class Step:
         self.merged_into: Step | None = None    # set when fusion folds this step into another
         self.publish = False                    # hasdep: some step waits on it (or it must publish)
         # recorded by the Chunk API for ``rrc`` steps, the only ones fusion asks whether their
-        # store is dead (None until there is one): who read what this step wrote (the one
-        # reader, or a list of them), and who overwrote it: (chunk index in the destination
+        # store is dead (None until there is one, a list from the second on; most have one):
+        # who read what this step wrote, and who overwrote it: (chunk index in the destination
         # buffer, overwriting step)
         self.readers_after: Step | list[Step] | None = None
-        self.overwritten_by: list[tuple[int, Step]] | None = None
+        self.overwritten_by: tuple[int, Step] | list[tuple[int, Step]] | None = None
         self._s = -1
 
     # ---- seed-design names --------------------------------------------------------------

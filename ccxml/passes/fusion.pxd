@@ -11,5 +11,5 @@ cdef bint _fusable(Step r, Step s) except -1
 
 cdef _merge(Step r, Step s, object fused)
 
-@cython.locals(w=Step, over=list, readers=object, lo=Py_ssize_t, c=Py_ssize_t)
+@cython.locals(w=Step, over=object, readers=object, lo=Py_ssize_t, c=Py_ssize_t)
 cdef bint _store_is_dead(Step r, Step s) except -1

@@ -86,14 +86,16 @@ def _store_is_dead(r: Step, s: Step) -> bool:
     elif readers is not None and readers is not s:
         return False
     buf, lo = r.dst
-    over = r.overwritten_by
-    if not over:                              # never overwritten: dead only if it is scratch
+    over = r.overwritten_by                   # None, one (chunk, step), or a list of them
+    if over is None:                          # never overwritten: dead only if it is scratch
         return buf is SCRATCH
-    if r.cnt == 1 and len(over) == 1:         # the common case: one chunk, overwritten once
-        c, w = over[0]
-        if c != lo:
-            return buf is SCRATCH
-        return w.tb is r.tb and not w.reads_chunk(buf, c)
+    if type(over) is tuple:
+        if r.cnt == 1:                        # the common case: one chunk, overwritten once
+            c, w = over
+            if c != lo:
+                return buf is SCRATCH
+            return w.tb is r.tb and not w.reads_chunk(buf, c)
+        over = [over]
     nxt = dict(over)
     for c in range(lo, lo + r.cnt):
         w = nxt.get(c)
