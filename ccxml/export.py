@@ -244,6 +244,11 @@ def to_xml(algo: Algo, target: str = "exec") -> str:
     return "".join(out)
 
 
+#: characters encoded and written at a time by :func:`write_atomic` (small enough to reuse
+#: the same memory, large enough that the loop costs nothing)
+_WRITE_SLICE = 1 << 16
+
+
 def write_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
     path = os.fspath(path)
@@ -252,7 +257,9 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".ccxml-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+            # in slices: encoding a large schedule at once would take a second copy of it
+            for at in range(0, len(text), _WRITE_SLICE):
+                f.write(text[at:at + _WRITE_SLICE])
         os.chmod(tmp, 0o666 & ~current_umask())     # mkstemp makes 0600; a written file is 0644-like
         os.replace(tmp, path)
     except BaseException:
