@@ -5,7 +5,7 @@ from ccxml.ir cimport GPU, Step
 
 cdef class Program
 
-cdef Py_ssize_t _READS_SRC, _READS_DST, _WRITES_DST
+cdef Py_ssize_t _READS_SRC, _READS_DST, _WRITES_DST, _ACCESS_DST
 cdef dict _ACCESS, _CODE
 cdef Py_ssize_t _INT32_MAX
 
@@ -54,11 +54,13 @@ cdef class Program:
     cdef public list _writer
     cdef public list _readers
     cdef public list _refs
+    cdef public list _deps
     cdef public object _compiled
 
     @cython.locals(limit=object)
     cpdef Chunk chunk(self, rank, buffer, index, size=*)
-    @cython.locals(step=Step, access=Py_ssize_t, key=Py_ssize_t)
+    @cython.locals(step=Step, access=Py_ssize_t, src_key=Py_ssize_t, dst_key=Py_ssize_t,
+                   deps=list)
     cpdef Step _issue(self, object type, Py_ssize_t gpu, src=*, dst=*, Py_ssize_t cnt=*,
                       Py_ssize_t send_peer=*, Py_ssize_t recv_peer=*, Py_ssize_t chan=*)
     @cython.locals(index=Py_ssize_t, key=Py_ssize_t, end=Py_ssize_t, grow=list)

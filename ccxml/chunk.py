@@ -221,8 +221,9 @@ _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
 
 #: what a step of each type does to the local chunk tables (one dict lookup per issued step
 #: instead of the members' flag attributes): bit 1 reads ``src``, 2 reads ``dst`` (``re``),
-#: 4 writes ``dst``
+#: 4 writes ``dst``; _ACCESS_DST: either of the last two
 _READS_SRC, _READS_DST, _WRITES_DST = 1, 2, 4
+_ACCESS_DST = _READS_DST | _WRITES_DST
 _ACCESS = {t: (_READS_SRC if t.reads_src else 0) | (_READS_DST if t is REDUCE else 0)
               | (_WRITES_DST if t.writes_dst else 0) for t in StepType}
 
@@ -296,6 +297,7 @@ class Program:
             self._writer.append([None] * size)
             self._readers.append([None] * size)
         self._refs: list[list] = [[], [], []]  # per buffer code, per index: the one (buffer, index)
+        self._deps: list[Step] = []         # the dependencies of the step being issued
         self._compiled: str | bool = False
 
     @property
@@ -348,23 +350,28 @@ class Program:
             raise ChunkError(f"channel must be >= 0, got {chan}")
         if chan > _INT32_MAX:               # a step's integer fields are 32-bit when compiled
             raise ChunkError(f"channel {chan} is out of range (no runtime has more than 128)")
+        access = _ACCESS[type]
+        # the table keys first: a bad operand is refused before anything is recorded
+        src_key = self._key(gpu, src, cnt) if src is not None and access & _READS_SRC else -1
+        dst_key = self._key(gpu, dst, cnt) if dst is not None and access & _ACCESS_DST else -1
         step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
-        access = _ACCESS[type]
-        if src is not None and access & _READS_SRC:
-            key = self._key(gpu, src, cnt)
+        if src_key >= 0:
             if cnt == 1:
-                self._read_one(step, key, gpu)
+                self._read_one(step, src_key, gpu)
             else:
-                self._read(step, key, cnt, gpu)
-        if access & _READS_DST:
-            self._read(step, self._key(gpu, dst, cnt), cnt, gpu)
-        if dst is not None and access & _WRITES_DST:
-            key = self._key(gpu, dst, cnt)
+                self._read(step, src_key, cnt, gpu)
+        if dst_key >= 0 and access & _READS_DST:
+            self._read(step, dst_key, cnt, gpu)
+        if dst_key >= 0 and access & _WRITES_DST:
             if cnt == 1:
-                self._write_one(step, dst[1], key, gpu)
+                self._write_one(step, dst[1], dst_key, gpu)
             else:
-                self._write(step, dst[1], key, cnt, gpu)
+                self._write(step, dst[1], dst_key, cnt, gpu)
+        deps = self._deps
+        if deps:
+            step.dep_list = tuple(deps)
+            del deps[:]
         self._pending[gpu].append(step)
         if not self._issued_on[gpu]:
             self._issued_on[gpu] = 1
@@ -392,7 +399,7 @@ class Program:
         """:meth:`_read` of one chunk (the common case)."""
         w = self._writer[gpu][key]
         if w is not None:
-            step.dep_list.append(w)         # the step's first read: no dependency yet
+            self._deps.append(w)            # the step's first read: no dependency yet
             if w.type is RECV_REDUCE_COPY:
                 _add_reader(w, step)
         readers = self._readers[gpu]
@@ -406,7 +413,7 @@ class Program:
 
     def _read(self, step: Step, lo: int, cnt: int, gpu: int) -> None:
         """``step`` reads ``cnt`` chunks from key ``lo``: it depends on their last writer."""
-        writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
+        writer, readers, deps = self._writer[gpu], self._readers[gpu], self._deps
         for key in range(lo, lo + 3 * cnt, 3):
             w = writer[key]
             if w is not None:
@@ -431,7 +438,7 @@ class Program:
 
     def _write_one(self, step: Step, i: int, key: int, gpu: int) -> None:
         """:meth:`_write` of chunk ``i`` (access-table key ``key``)."""
-        writer, readers, deps = self._writer[gpu], self._readers[gpu], step.dep_list
+        writer, readers, deps = self._writer[gpu], self._readers[gpu], self._deps
         w = writer[key]
         if w is not None:
             if w not in deps:

@@ -13,7 +13,7 @@ cdef class Step:
     cdef public object tb
     cdef public object recv_from
     cdef public object send_to
-    cdef public list dep_list
+    cdef public tuple dep_list
     cdef public int original_index
     cdef public int send_index
     cdef public int recv_index

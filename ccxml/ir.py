@@ -48,7 +48,9 @@ class Step:
         self.tb: TB | None = None
         self.recv_from: Step | None = None
         self.send_to: Step | None = None
-        self.dep_list: list[Step] = []          # collected while the API is called
+        # the same-GPU steps this one waits for, collected while the API is called (a tuple:
+        # millions of steps hold one or two, and a tuple keeps them inline)
+        self.dep_list: tuple[Step, ...] = ()
         self.send_index = -1
         self.recv_index = -1
         self.dep: Step | None = None            # the one direct dependency after the build
@@ -91,7 +93,7 @@ class Step:
             raise IRError(f"dependency across GPUs: step {self.describe()} cannot depend on "
                           f"{other.describe()}; cross-GPU order comes only from send/recv")
         if other is not self and other not in self.dep_list:
-            self.dep_list.append(other)
+            self.dep_list += (other,)
 
     def resolved(self) -> "Step":
         """The step that stands for this one after fusion."""
@@ -102,7 +104,7 @@ class Step:
 
     def remove_dep(self, other: "Step") -> None:
         if other in self.dep_list:
-            self.dep_list.remove(other)
+            self.dep_list = tuple(d for d in self.dep_list if d is not other)
 
     def reads_chunk(self, buf: Buffer, c: int) -> bool:
         """Whether the step reads chunk ``c`` of local buffer ``buf`` (its src, and for ``re``

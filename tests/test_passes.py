@@ -229,7 +229,7 @@ def test_next_round_orders_independent_transfers_like_one_stream():
     for st in second_round:                      # both transfers of round 2 wait for round 1
         assert set(map(id, st.dep_list)) >= set(map(id, first_round))
     for st in first_round:
-        assert st.dep_list == []
+        assert st.dep_list == ()
     from ccxml.interpreter import verify
     assert verify(prog.to_xml()).ok
 

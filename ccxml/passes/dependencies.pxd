@@ -1,7 +1,7 @@
 cimport cython
 from ccxml.ir cimport Step, TB, GPU
 
-@cython.locals(tb=TB, st=Step, target=Step, i=Py_ssize_t, steps=list, out=list, deps=list,
+@cython.locals(tb=TB, st=Step, target=Step, i=Py_ssize_t, steps=list, out=list, deps=tuple,
                targets=list)
 cpdef build_gpu_dependencies(GPU gpu)
 

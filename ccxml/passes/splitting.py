@@ -319,13 +319,17 @@ def _unfuse_cut_steps(algo: Algo, cut: list[Step]) -> dict[Step, Step]:
             continue
         for tb in gpu.tbs:
             for st in tb.steps:
-                deps = st.dep_list
-                for i, d in enumerate(deps):
+                deps = None
+                for i, d in enumerate(st.dep_list):
                     while d.merged_into is not None:
                         d = d.merged_into
                     send = send_half.get(d)
                     if send is not None and d.tb is not tb:
+                        if deps is None:
+                            deps = list(st.dep_list)
                         deps[i] = send
+                if deps is not None:
+                    st.dep_list = tuple(deps)
     return send_half
 
 
