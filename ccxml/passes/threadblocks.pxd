@@ -2,7 +2,8 @@ cimport cython
 from ccxml.ir cimport Step, TB, GPU
 
 @cython.locals(st=Step, tb=TB, peer=Py_ssize_t, local_steps=bint, steps=list, chans=list,
-               groups=dict, group=list, send_tb=dict, recv_tb=dict)
+               groups=dict, group=list, send_tb=dict, recv_tb=dict, peers=dict, chan=Py_ssize_t,
+               sends=set, recvs=set, entry=tuple)
 cpdef _assign_gpu(GPU gpu)
 
 @cython.locals(t=object)

@@ -26,7 +26,22 @@ def assign_threadblocks(algo: Algo) -> None:
 
 def _assign_gpu(gpu: GPU) -> None:
     steps = gpu.pending
-    chans = sorted({st.chan for st in steps})
+    # one walk over the steps (they are scattered in memory): each channel's send and recv peers
+    peers: dict[int, tuple[set[int], set[int]]] = {}
+    chan = -1
+    sends = recvs = None
+    for st in steps:
+        if st.chan != chan or sends is None:
+            chan = st.chan
+            entry = peers.get(chan)
+            if entry is None:
+                entry = peers[chan] = (set(), set())
+            sends, recvs = entry
+        if st.send_peer >= 0:
+            sends.add(st.send_peer)
+        if st.recv_peer >= 0:
+            recvs.add(st.recv_peer)
+    chans = sorted(peers)
     if len(chans) == 1:
         groups = {chans[0]: steps}
     else:
@@ -38,7 +53,7 @@ def _assign_gpu(gpu: GPU) -> None:
     # lives on one channel, so the issue order within a channel's group is the TB's order
     local_steps = False
     for chan, group in groups.items():
-        send_tb, recv_tb = _channel_tbs(gpu, chan, group)
+        send_tb, recv_tb = _channel_tbs(gpu, chan, *peers[chan])
         for st in group:
             peer = st.send_peer
             if peer >= 0:
@@ -68,10 +83,10 @@ def _append(tb: TB, st: Step) -> None:
     tb.steps.append(st)
 
 
-def _channel_tbs(gpu: GPU, chan: int, group: list[Step]) -> tuple[dict[int, TB], dict[int, TB]]:
-    """Create the TBs of one channel; return {send peer: TB} and {recv peer: TB}."""
-    sends = {p for p in {st.send_peer for st in group} if p >= 0}
-    recvs = {p for p in {st.recv_peer for st in group} if p >= 0}
+def _channel_tbs(gpu: GPU, chan: int, sends: set[int], recvs: set[int]
+                 ) -> tuple[dict[int, TB], dict[int, TB]]:
+    """Create the TBs of one channel, whose steps send to ``sends`` and receive from ``recvs``;
+    return {send peer: TB} and {recv peer: TB}."""
     send_tb: dict[int, TB] = {}
     recv_tb: dict[int, TB] = {}
     if len(sends) <= 1 and len(recvs) <= 1:
