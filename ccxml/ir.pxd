@@ -2,30 +2,28 @@
 cimport cython
 
 cdef class Step:
+    # the object fields first, then the 32-bit ones: no padding (160 bytes with the GC header)
     cdef public object type
-    cdef public int gpu
     cdef public object src
     cdef public object dst
-    cdef public int cnt
-    cdef public int send_peer
-    cdef public int recv_peer
-    cdef public int chan
     cdef public object tb
     cdef public object recv_from
     cdef public object send_to
     cdef public tuple dep_list
+    cdef public object dep
+    cdef public object merged_into
+    cdef public object readers_after
+    cdef public object overwritten_by
+    cdef public int gpu
+    cdef public int cnt
+    cdef public int send_peer
+    cdef public int recv_peer
+    cdef public int chan
     cdef public int original_index
     cdef public int send_index
     cdef public int recv_index
-    cdef public object dep
-    cdef public object merged_into
-    cdef public bint publish
-    cdef public object readers_after
-    cdef public object overwritten_by
     cdef public int _s
-
-    @cython.locals(src=tuple, dst=tuple)
-    cpdef bint reads_chunk(self, buf, Py_ssize_t c) except -1
+    cdef public bint publish
 
 
 cdef class TB:
@@ -50,3 +48,7 @@ cdef class GPU:
     cdef public object output_chunks
     cdef public object scratch_chunks
     cdef public dict _index
+
+
+@cython.locals(src=tuple, dst=tuple, n=Py_ssize_t)
+cpdef bint step_reads_chunk(Step step, buf, Py_ssize_t c) except -1

@@ -109,10 +109,7 @@ class Step:
     def reads_chunk(self, buf: Buffer, c: int) -> bool:
         """Whether the step reads chunk ``c`` of local buffer ``buf`` (its src, and for ``re``
         also its dst)."""
-        src, dst, t = self.src, self.dst, self.type
-        if src is not None and t.reads_src and src[0] is buf and src[1] <= c < src[1] + self.cnt:
-            return True
-        return t is REDUCE and dst is not None and dst[0] is buf and dst[1] <= c < dst[1] + self.cnt
+        return step_reads_chunk(self, buf, c)
 
     def describe(self) -> str:
         where = f"gpu {self.gpu}"
@@ -126,6 +123,14 @@ class Step:
 
     def __repr__(self) -> str:
         return f"<Step {self.describe()} src={self.src} dst={self.dst} cnt={self.cnt}>"
+
+
+def step_reads_chunk(step: Step, buf: Buffer, c: int) -> bool:
+    """:meth:`Step.reads_chunk` (a function, so that compiled passes call it directly)."""
+    src, dst, t, n = step.src, step.dst, step.type, step.cnt
+    if src is not None and t.reads_src and src[0] is buf and src[1] <= c < src[1] + n:
+        return True
+    return t is REDUCE and dst is not None and dst[0] is buf and dst[1] <= c < dst[1] + n
 
 
 class TB:

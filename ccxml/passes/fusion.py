@@ -17,7 +17,7 @@ is left with ``merged_into`` pointing at the fused step, so dependencies on it f
 """
 from __future__ import annotations
 
-from ccxml.ir import GPU, Algo, Step
+from ccxml.ir import GPU, Algo, Step, step_reads_chunk
 from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
                         RECV_REDUCE_SEND, SCRATCH, SEND, StepType)
 
@@ -94,7 +94,7 @@ def _store_is_dead(r: Step, s: Step) -> bool:
             c, w = over
             if c != lo:
                 return buf is SCRATCH
-            return w.tb is r.tb and not w.reads_chunk(buf, c)
+            return w.tb is r.tb and not step_reads_chunk(w, buf, c)
         over = [over]
     nxt = dict(over)
     for c in range(lo, lo + r.cnt):
@@ -103,6 +103,6 @@ def _store_is_dead(r: Step, s: Step) -> bool:
             if buf is not SCRATCH:
                 return False                  # the value is the final content of i/o
             continue
-        if w.tb is not r.tb or w.reads_chunk(buf, c):
+        if w.tb is not r.tb or step_reads_chunk(w, buf, c):
             return False
     return True
