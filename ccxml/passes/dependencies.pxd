@@ -2,7 +2,7 @@ cimport cython
 from ccxml.ir cimport Step, TB, GPU
 
 @cython.locals(tb=TB, st=Step, target=Step, i=Py_ssize_t, steps=list, out=list, deps=tuple,
-               targets=list)
+               targets=list, reduces=Py_ssize_t, capped=list)
 cpdef build_gpu_dependencies(GPU gpu)
 
 @cython.locals(tb=TB, dtb=TB, d=Step, cur=Step, best=dict)

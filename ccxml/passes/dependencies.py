@@ -15,13 +15,8 @@ form. Guarantees:
 """
 from __future__ import annotations
 
-from operator import attrgetter
-
 from ccxml.ir import GPU, TB, Algo, Step
 from ccxml.wire import MAX_REDUCE_FUSION, REDUCE
-
-
-_TYPE = attrgetter("type")
 
 
 def build_dependencies(algo: Algo) -> None:
@@ -39,11 +34,15 @@ def build_gpu_dependencies(gpu: GPU) -> None:
     for tb in gpu.tbs:
         for i, st in enumerate(tb.steps):
             st._s = i                   # position before any nop (numbering renumbers at the end)
+    capped: list[TB] = []                   # the TBs with enough ``re`` steps for a chain
     for tb in gpu.tbs:
         steps = tb.steps
         out: list[Step] | None = None       # the new step list, once a nop goes in
+        reduces = 0
         for i, st in enumerate(steps):
             st.dep = None
+            if st.type is REDUCE:
+                reduces += 1
             deps = st.dep_list
             # (one unfused dependency inside this TB, the common case, needs nothing)
             if deps and (len(deps) > 1 or deps[0].tb is not tb or deps[0].merged_into is not None):
@@ -60,12 +59,10 @@ def build_gpu_dependencies(gpu: GPU) -> None:
                 out.append(st)
         if out is not None:
             tb.steps = out
-    for tb in gpu.tbs:
-        steps = tb.steps
-        # a chain needs MAX_REDUCE_FUSION ``re`` steps: count them first, at C speed
-        if (len(steps) >= MAX_REDUCE_FUSION
-                and list(map(_TYPE, steps)).count(REDUCE) >= MAX_REDUCE_FUSION):
-            _cap_reduce_chains(tb)
+        if reduces >= MAX_REDUCE_FUSION:   # a chain needs MAX_REDUCE_FUSION ``re`` steps
+            capped.append(tb)
+    for tb in capped:                       # (after every TB's dependencies are set)
+        _cap_reduce_chains(tb)
 
 
 def _targets(st: Step) -> list[Step]:
