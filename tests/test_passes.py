@@ -320,3 +320,26 @@ def test_ordering_keeps_its_order_when_heap_entries_would_not_fit_64_bits():
                          env=dict(os.environ, CCXML_PURE="1", PYTHONPATH=repo), timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "3"]
+
+
+@pytest.mark.parametrize("alg, coll, p", [("ring", "allreduce", 5), ("ring", "broadcast", 5),
+                                          ("ring", "reduce", 4), ("ring", "scatter", 5)])
+def test_fusion_keeps_every_send_and_receive_index(alg, coll, p):
+    """Fusion sets the fused step's send index instead of renumbering the TB: the indices it
+    leaves are the ones a fresh numbering gives, and steps did fuse."""
+    from ccxml.algorithm import Options
+    from ccxml.algorithms import build
+    from ccxml.passes import pipeline
+    from ccxml.wire import profile
+    algo = build(alg, coll, p, options=Options()).algo
+    for name, run in pipeline(profile("exec")):
+        run(algo)
+        if name == "fusion":
+            break
+    tbs = [tb for gpu in algo.gpus for tb in gpu.tbs]
+    assert any(st.type.sends and st.type.receives for tb in tbs for st in tb.steps)
+    for tb in tbs:
+        kept = [(st.send_index, st.recv_index) for st in tb.steps], tb.send_count, tb.recv_count
+        tb.number_links()
+        assert kept == ([(st.send_index, st.recv_index) for st in tb.steps], tb.send_count,
+                        tb.recv_count)

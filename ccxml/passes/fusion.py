@@ -12,8 +12,9 @@ wrote, and depends on nothing or only on ``R``:
   read and who overwrote each step's output while the steps were issued).
 
 Guarantee: the fused schedule computes exactly what the unfused one did — every chunk read later
-holds the same value, and the link sequences (order and ``cnt``) are unchanged. The folded send
-is left with ``merged_into`` pointing at the fused step, so dependencies on it follow.
+holds the same value, and the link sequences (order and ``cnt``) are unchanged, so every send and
+receive keeps its index (the fused step takes the send's). The folded send is left with
+``merged_into`` pointing at the fused step, so dependencies on it follow.
 """
 from __future__ import annotations
 
@@ -51,7 +52,6 @@ def fuse_gpu(gpu: GPU) -> None:
                     i += 1
             out.append(r)
         tb.steps = out
-        tb.number_links()
 
 
 def _fusable(r: Step, s: Step) -> bool:
@@ -68,6 +68,7 @@ def _fusable(r: Step, s: Step) -> bool:
 def _merge(r: Step, s: Step, fused: StepType) -> None:
     r.type = fused
     r.send_peer = s.send_peer
+    r.send_index = s.send_index             # the link sequences are unchanged: r takes s's place
     to = s.send_to
     r.send_to = to
     if to is not None:
