@@ -3,15 +3,14 @@ from ccxml.ir cimport Step, TB
 
 cdef bint _COMPILED
 
-@cython.locals(st=Step, d=Step, rf=Step, tb=TB, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t,
+@cython.locals(st=Step, d=Step, rf=Step, tb=TB, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, e=Py_ssize_t,
                n=Py_ssize_t, m=Py_ssize_t, t=Py_ssize_t, deg=Py_ssize_t, key=Py_ssize_t,
                top=Py_ssize_t, ndeps=Py_ssize_t, ne=Py_ssize_t, size=Py_ssize_t,
                last_send=Py_ssize_t, last_recv=Py_ssize_t, nrecv=Py_ssize_t, both=bint,
                fits=bint, sends=bint, recvs=bint, last_kind=int, other_kind=int, count=Py_ssize_t, entry=cython.longlong, w=cython.longlong,
-               prio="long long[::1]", indeg="long long[::1]", tb_of="long long[::1]",
-               wait_for="long long[::1]", receives="unsigned char[::1]",
-               dep_from="long long[::1]", dep_to="long long[::1]",
-               first="long long[::1]", after="long long[::1]",
+               prio="long long[::1]", indeg="int[::1]", tb_of="int[::1]",
+               wait_for="int[::1]", receives="unsigned char[::1]", waits="int[::1]",
+               first="int[::1]", after="int[::1]",
                ready="long long[::1]", recvs_placed="long long[::1]",
                is_held="unsigned char[::1]", forced="unsigned char[::1]",
                steps=list, placed=list, heap=list, held_order=list, big=list)

@@ -37,6 +37,9 @@ from ccxml.ir import TB, Algo, Step
 # True when this module runs compiled (see ccxml._native): the ready heap is then a flat array
 _COMPILED = is_compiled(__file__)
 _ZERO = bytes(8)
+_ZERO32 = bytes(4)
+if array("i").itemsize != 4:  # pragma: no cover - every platform CPython supports
+    raise ImportError("ccxml.passes.ordering needs 32-bit C ints")
 
 
 def order_steps(algo: Algo) -> None:
@@ -74,20 +77,22 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
         ndeps += len(st.dep_list)
     if top >= 1 << 59:  # pragma: no cover - no schedule has that many sends on one link
         raise OverflowError(f"send or receive index {top} is too large to order")
+    if ndeps + 4 * n >= 1 << 31:  # pragma: no cover - step and wait numbers are 32-bit
+        raise OverflowError(f"{n} steps with {ndeps} dependencies are too many to order")
     # heap entries are integers: (seed key · m + issue number) · n + step number, so the order is
     # the seed key, then issue order, as with tuples, at a fraction of the cost. The seed key is
     # at most 8·top + 5; if an entry could exceed 64 bits, entries are ranks instead (same order)
     fits = _fits_int64(top, m, n)
     big: list[int] = []                 # the entries as Python ints, when they do not fit
     prio = _zeros(n)
-    indeg = _zeros(n)
-    tb_of = _zeros(n)                   # dense TB number of each step
-    wait_for = _zeros(n)                # a send's receive (number) to wait for, in its TB
+    indeg = _zeros32(n)
+    tb_of = _zeros32(n)                 # dense TB number of each step
+    wait_for = _zeros32(n)              # a send's receive (number) to wait for, in its TB
     receives = bytearray(n)
-    # the waits as edges j -> i (j must be placed before i), grouped by j below: at most one per
-    # data dependency, one for the matched send and one each for the previous send and receive
-    dep_from = _zeros(ndeps + 3 * n)
-    dep_to = _zeros(ndeps + 3 * n)
+    # what each step i waits on (steps j placed before it), i after i: at most one per data
+    # dependency, one for the matched send and one each for the previous send and receive;
+    # waits[k] for k from indeg[0] + ... + indeg[i - 1], indeg[i] of them (i ascends in the walk)
+    waits = _zeros32(ndeps + 3 * n)
     ne = 0
     last_type = other_type = None
     last_kind = other_kind = 0          # 1 if the type sends | 2 if it receives
@@ -113,16 +118,14 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             for d in st.dep_list:       # same-rank waits
                 j = d._s
                 if whole or (0 <= j < n and steps[j] is d):
-                    dep_from[ne] = j
-                    dep_to[ne] = i
+                    waits[ne] = j
                     ne += 1
                     deg += 1
             rf = st.recv_from
             if rf is not None:
                 j = rf._s
                 if whole or (0 <= j < n and steps[j] is rf):
-                    dep_from[ne] = j
-                    dep_to[ne] = i
+                    waits[ne] = j
                     ne += 1
                     deg += 1
             if sends:
@@ -133,8 +136,7 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 if both:
                     wait_for[i] = min(st.send_index, nrecv)
                 if last_send >= 0:
-                    dep_from[ne] = last_send
-                    dep_to[ne] = i
+                    waits[ne] = last_send
                     ne += 1
                     deg += 1
                 last_send = i
@@ -145,8 +147,7 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             if recvs:
                 receives[i] = 1
                 if last_recv >= 0:
-                    dep_from[ne] = last_recv
-                    dep_to[ne] = i
+                    waits[ne] = last_recv
                     ne += 1
                     deg += 1
                 last_recv = i
@@ -157,18 +158,22 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             indeg[i] = deg
     if not fits:
         _rank_entries(big, prio, n)
-    # the steps waiting on each step j, grouped: after[first[j]:first[j + 1]] (a counting sort)
-    first = _zeros(n + 1)
+    # the steps waiting on each step j, grouped: after[first[j]:first[j + 1]] (a counting sort;
+    # filled from the last wait back, so each group lists its steps in ascending order)
+    first = _zeros32(n + 1)
     for k in range(ne):
-        first[dep_from[k]] += 1
+        first[waits[k]] += 1
     for j in range(1, n + 1):
         first[j] += first[j - 1]        # the end of each group, then filled back to its start
-    after = _zeros(ne)
-    for k in range(ne - 1, -1, -1):
-        j = dep_from[k]
-        first[j] -= 1
-        after[first[j]] = dep_to[k]
-    del dep_from, dep_to
+    after = _zeros32(ne)
+    k = ne - 1
+    for i in range(n - 1, -1, -1):
+        for e in range(indeg[i]):
+            j = waits[k]
+            first[j] -= 1
+            after[first[j]] = i
+            k -= 1
+    del waits
 
     # the ready steps' entries, in a binary heap: a list for heapq in pure Python, a flat array
     # compiled (_heap_push / _heap_pop: the same order, without Python ints)
@@ -250,6 +255,11 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
 def _zeros(n: int) -> array:
     """An array of ``n`` 64-bit zeros."""
     return array("q", _ZERO) * n
+
+
+def _zeros32(n: int) -> array:
+    """An array of ``n`` 32-bit zeros."""
+    return array("i", _ZERO32) * n
 
 
 def _fits_int64(top: int, m: int, n: int) -> bool:
