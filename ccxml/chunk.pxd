@@ -11,7 +11,8 @@ cdef Py_ssize_t _INT32_MAX
 
 cdef Py_ssize_t _buffer_code(object buf) except -1
 @cython.locals(c=Chunk, refs=list, ref=tuple)
-cdef Chunk _new_chunk(Program program, Py_ssize_t gpu_id, chunk_type, index, Py_ssize_t size)
+cdef Chunk _new_chunk(Program program, Py_ssize_t gpu_id, chunk_type, Py_ssize_t index,
+                      Py_ssize_t size)
 
 @cython.locals(after=object)
 cdef _add_reader(Step w, Step step)
@@ -20,7 +21,7 @@ cdef _add_reader(Step w, Step step)
 cdef class Chunk:
     cdef public Py_ssize_t gpu_id
     cdef public object chunk_type
-    cdef public object index
+    cdef public Py_ssize_t index
     cdef public Py_ssize_t size
     cdef public Program program
     cdef public object ref
@@ -57,8 +58,8 @@ cdef class Program:
     cdef public list _deps
     cdef public object _compiled
 
-    @cython.locals(limit=object)
-    cpdef Chunk chunk(self, rank, buffer, index, size=*)
+    @cython.locals(limit=Py_ssize_t)
+    cdef Chunk _chunk(self, Py_ssize_t rank, object buffer, Py_ssize_t index, Py_ssize_t size)
     @cython.locals(step=Step, access=Py_ssize_t, src_key=Py_ssize_t, dst_key=Py_ssize_t,
                    deps=list)
     cpdef Step _issue(self, object type, Py_ssize_t gpu, src=*, dst=*, Py_ssize_t cnt=*,

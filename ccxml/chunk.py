@@ -313,6 +313,19 @@ class Program:
         """
         if type(buffer) is not Buffer:
             buffer = Buffer(buffer)
+        return self._chunk(rank, buffer, index, size)
+
+    def input(self, rank: int, index: int, size: int = 1) -> Chunk:
+        return self._chunk(rank, INPUT, index, size)
+
+    def output(self, rank: int, index: int, size: int = 1) -> Chunk:
+        return self._chunk(rank, OUTPUT, index, size)
+
+    def scratch(self, rank: int, index: int, size: int = 1) -> Chunk:
+        return self._chunk(rank, SCRATCH, index, size)
+
+    def _chunk(self, rank: int, buffer: Buffer, index: int, size: int) -> Chunk:
+        """:meth:`chunk` once ``buffer`` is a Buffer (compiled: a C call from input/output/scratch)."""
         if not 0 <= rank < self._ngpus:
             raise ChunkError(f"rank {rank} out of range 0..{self._ngpus - 1}")
         if size < 1:
@@ -331,15 +344,6 @@ class Program:
         if buffer is self._aliased:
             buffer, index = self._alias, index + self._alias_shift[rank]
         return _new_chunk(self, rank, buffer, index, size)
-
-    def input(self, rank: int, index: int, size: int = 1) -> Chunk:
-        return self.chunk(rank, INPUT, index, size)
-
-    def output(self, rank: int, index: int, size: int = 1) -> Chunk:
-        return self.chunk(rank, OUTPUT, index, size)
-
-    def scratch(self, rank: int, index: int, size: int = 1) -> Chunk:
-        return self.chunk(rank, SCRATCH, index, size)
 
     # ---- step issue (phase one of the dependency build) ----------------------------------
     def _issue(self, type: StepType, gpu: int, src=None, dst=None, cnt: int = 1,
