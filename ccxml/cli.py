@@ -26,6 +26,24 @@ COMMANDS = {
 MANY_SCHEDULES = {"select", "tune"}
 
 
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc serve large blocks from its heap and keep what is freed, instead of
+    mapping every large block afresh and returning it on free: the interpreter's many large
+    numpy temporaries then reuse memory rather than fault in new pages each time (verify of the
+    1024-rank ring: 2.3 -> 0.6 s of system time). Returns whether the settings took; a no-op
+    without glibc. For a one-shot process only: the heap never shrinks."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):       # not glibc
+        return False
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    return bool(mallopt(m_mmap_threshold, 1 << 30) and mallopt(m_trim_threshold, 1 << 32)
+                and mallopt(m_top_pad, 1 << 26))
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return list(COMMANDS)
@@ -76,6 +94,7 @@ def main(argv=None):
         # generate / verify / simulate build one large object graph that lives until exit: the
         # cyclic collector would only traverse it again and again (~40% of generation time)
         gc.disable()
+        keep_freed_memory()
     try:
         rv = cli.main(args=argv, prog_name="ccxml", standalone_mode=False)
     except click.exceptions.Abort:
