@@ -26,22 +26,18 @@ from ccxml.wire import Coll
 
 
 def _reduce_scatter_steps(prog: Program, p: int, k_: int, final) -> None:
-    """Ring reduce-scatter over p blocks of K chunks; ``final(r, c)`` is where r's block lands."""
+    """Ring reduce-scatter over p blocks of K chunks; ``final(r, c)`` is where r's block lands.
+    Running sums are kept in the output where it has room for every block, else in scratch."""
+    partial = prog.scratch if prog.collective.coll is Coll.REDUCESCATTER else prog.output
     for c in range(k_):
         for k in range(p - 1):
+            last = k == p - 2
             for r in range(p):
                 b, nxt = (r - 1 - k) % p, (r + 1) % p
-                src = prog.input(r, b * k_ + c) if k == 0 else partial(prog, r, b, c, k_)
-                last = k == p - 2
-                out = final(nxt, c) if last else partial(prog, nxt, b, c, k_)
-                src.reduce(prog.input(nxt, b * k_ + c), chan=c, out=out)
-
-
-def partial(prog: Program, r: int, b: int, c: int, k_: int):
-    """Where rank r keeps its running sum of block b: the output if it has room, else scratch."""
-    if prog.collective.coll is not Coll.REDUCESCATTER:
-        return prog.output(r, b * k_ + c)
-    return prog.scratch(r, b * k_ + c)
+                i = b * k_ + c
+                src = prog.input(r, i) if k == 0 else partial(r, i)
+                out = final(nxt, c) if last else partial(nxt, i)
+                src.reduce(prog.input(nxt, i), chan=c, out=out)
 
 
 def reducescatter(p: int, *, options: Options = Options()) -> Program:
