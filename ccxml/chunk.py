@@ -15,7 +15,8 @@ chunks issue IR steps (:mod:`ccxml.ir`):
 
 Ranges longer than a message may be (:func:`message_cap`: what a link can buffer without
 wedging, from the protocol and ``max_bytes``) go as several messages, and local steps longer than
-the runtime's ``cnt`` limit as several steps: algorithms never need to cut ranges themselves.
+the runtime's ``cnt`` limit as several steps: algorithms never need to cut ranges themselves. A
+scratch buffer holds up to :data:`SCRATCH_LIMIT` (2^24) chunks per rank.
 
 Every operation returns the chunk that now holds the result, so chains read naturally:
 ``prog.chunk(0, I, 3).copy(prog.chunk(1, O, 3)).copy(prog.chunk(2, O, 3))``.
