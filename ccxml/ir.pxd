@@ -38,6 +38,9 @@ cdef class TB:
     cdef public object origin
     cdef public Py_ssize_t segment
 
+    @cython.locals(st=Step, ns=Py_ssize_t, nr=Py_ssize_t, sends=bint, receives=bint)
+    cpdef number_links(self)
+
 
 cdef class GPU:
     cdef public Py_ssize_t id

@@ -174,13 +174,17 @@ class TB:
         """Number the TB's sends and receives in step order (``send_index`` / ``recv_index``, -1
         where a step has none) and count them; for passes that rebuild ``steps`` wholesale."""
         ns = nr = 0
+        last = None
+        sends = receives = False
         for st in self.steps:
             t = st.type
-            if t.sends:
+            if t is not last:           # the flags are read again only when the type changes
+                last, sends, receives = t, t.sends, t.receives
+            if sends:
                 st.send_index, ns = ns, ns + 1
             else:
                 st.send_index = -1
-            if t.receives:
+            if receives:
                 st.recv_index, nr = nr, nr + 1
             else:
                 st.recv_index = -1

@@ -48,11 +48,14 @@ def check_links(algo: Algo) -> None:
                 # many 2-step TBs of an alltoall
                 sc: list[int] = []
                 rc: list[int] = []
+                last = None
                 for st in tb.steps:
                     t = st.type
-                    if t.sends:
+                    if t is not last:   # the flags are read again only when the type changes
+                        last, t_sends, t_receives = t, t.sends, t.receives
+                    if t_sends:
                         sc.append(st.cnt)
-                    if t.receives:
+                    if t_receives:
                         rc.append(st.cnt)
                 sends[g, s, chan] = sc
                 recvs[r, g, chan] = rc
