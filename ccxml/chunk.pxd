@@ -10,12 +10,14 @@ cdef dict _ACCESS, _CODE
 cdef Py_ssize_t _INT32_MAX
 
 cdef Py_ssize_t _buffer_code(object buf) except -1
-@cython.locals(c=Chunk, refs=list, ref=tuple)
+@cython.locals(c=Chunk)
 cdef Chunk _new_chunk(Program program, Py_ssize_t gpu_id, chunk_type, Py_ssize_t index,
                       Py_ssize_t size)
 
-@cython.locals(after=object)
-cdef _add_reader(Step w, Step step)
+@cython.locals(refs=list, ref=tuple)
+cdef tuple _shared_ref(Program program, object chunk_type, Py_ssize_t index)
+
+cdef object _gather(object held, object item)
 
 
 cdef class Chunk:
@@ -66,14 +68,13 @@ cdef class Program:
                       Py_ssize_t send_peer=*, Py_ssize_t recv_peer=*, Py_ssize_t chan=*)
     @cython.locals(index=Py_ssize_t, key=Py_ssize_t, end=Py_ssize_t, grow=list)
     cdef Py_ssize_t _key(self, Py_ssize_t gpu, tuple side, Py_ssize_t cnt) except -1
-    @cython.locals(w=Step, readers=list, rs=object)
+    @cython.locals(w=Step, readers=list)
     cdef _read_one(self, Step step, Py_ssize_t key, Py_ssize_t gpu)
-    @cython.locals(writer=list, readers=list, deps=list, w=Step, rs=object, key=Py_ssize_t)
+    @cython.locals(writer=list, readers=list, deps=list, w=Step, key=Py_ssize_t)
     cdef _read(self, Step step, Py_ssize_t lo, Py_ssize_t cnt, Py_ssize_t gpu)
     @cython.locals(i=Py_ssize_t)
     cdef _write(self, Step step, Py_ssize_t index, Py_ssize_t lo, Py_ssize_t cnt, Py_ssize_t gpu)
-    @cython.locals(writer=list, readers=list, deps=list, w=Step, rs=object, reader=Step,
-                   over=object)
+    @cython.locals(writer=list, readers=list, deps=list, w=Step, rs=object, reader=Step)
     cdef _write_one(self, Step step, Py_ssize_t i, Py_ssize_t key, Py_ssize_t gpu)
     @cython.locals(marks=list, gpus=list, ranks=list, r=Py_ssize_t, gpu=GPU, pending=list,
                    fresh=list, first=dict, last=dict, st=Step, before=Step, previous=list)

@@ -59,7 +59,7 @@ class Chunk:
         self.chunk_type = chunk_type
         self.index = index
         self.size = size
-        self.ref = (chunk_type, index)       # the (buffer, offset) a step names
+        self.ref = _shared_ref(program, chunk_type, index)     # the (buffer, offset) a step names
 
     @property
     def algo(self):
@@ -171,39 +171,46 @@ class Chunk:
 
 def _new_chunk(program: "Program", gpu_id: int, chunk_type: Buffer, index: int, size: int) -> Chunk:
     """``Chunk(program, gpu_id, chunk_type, index, size)`` (compiled: without the constructor's
-    argument parsing), whose ``ref`` is the program's one tuple for (``chunk_type``, ``index``):
-    the steps keep their operands, and millions of steps name a few thousand of them."""
+    argument parsing)."""
     c = Chunk.__new__(Chunk)
     c.program = program
     c.gpu_id = gpu_id
     c.chunk_type = chunk_type
     c.index = index
     c.size = size
+    c.ref = _shared_ref(program, chunk_type, index)
+    return c
+
+
+def _shared_ref(program: "Program", chunk_type: Buffer, index: int) -> tuple[Buffer, int]:
+    """The program's one tuple (``chunk_type``, ``index``): the steps keep their operands, and
+    millions of steps name a few thousand of them."""
     refs = program._refs[_buffer_code(chunk_type)]
     if index < len(refs):
         ref = refs[index]
         if ref is None:
             ref = refs[index] = (chunk_type, index)
-    elif 0 <= index < SCRATCH_LIMIT:
+        return ref
+    if 0 <= index < SCRATCH_LIMIT:
         refs.extend([None] * (index + 1 - len(refs)))
         ref = refs[index] = (chunk_type, index)
-    else:
-        ref = (chunk_type, index)
-    c.ref = ref
-    return c
+        return ref
+    return (chunk_type, index)
 
 
-def _add_reader(w: Step, step: Step) -> None:
-    """Record on the ``rrc`` step ``w`` that ``step`` read what it wrote (``readers_after``:
-    None, the one reader, or a list of the distinct readers in order)."""
-    after = w.readers_after
-    if after is None:
-        w.readers_after = step
-    elif type(after) is list:
-        if after[-1] is not step:
-            after.append(step)
-    elif after is not step:
-        w.readers_after = [after, step]
+def _gather(held, item):
+    """``held`` with ``item`` added, for the records that hold None, one item, or a list of
+    items (most hold one, and a list each would cost millions of objects); an item equal to the
+    last one held is not added twice."""
+    if held is None:
+        return item
+    if type(held) is list:
+        if held[-1] is not item:
+            held.append(item)
+        return held
+    if held is item:
+        return held
+    return [held, item]
 
 
 def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
@@ -387,17 +394,17 @@ class Program:
         """The access-table key of chunk ``side`` on ``gpu`` (index · 3 + buffer code); the
         tables of ``gpu`` are grown to hold ``cnt`` chunks from there."""
         index = side[1]
+        if index < 0:
+            raise ChunkError(f"{side[0].name.lower()}[{index}:+{cnt}] is out of range")
         key = index * 3 + _buffer_code(side[0])
         end = key + 3 * cnt
-        if end > len(self._writer[gpu]):
-            if index < 0 or index + cnt > SCRATCH_LIMIT:
+        if end > len(self._writer[gpu]):         # only scratch grows (or a Chunk made directly)
+            if index + cnt > SCRATCH_LIMIT:
                 raise ChunkError(f"{side[0].name.lower()}[{index}:+{cnt}] is out of range "
                                  f"(chunk indices run from 0 to {SCRATCH_LIMIT - 1})")
             grow = [None] * (end - len(self._writer[gpu]))
             self._writer[gpu].extend(grow)
             self._readers[gpu].extend(grow)
-        elif index < 0:
-            raise ChunkError(f"{side[0].name.lower()}[{index}:+{cnt}] is out of range")
         return key
 
     def _read_one(self, step: Step, key: int, gpu: int) -> None:
@@ -406,15 +413,9 @@ class Program:
         if w is not None:
             self._deps.append(w)            # the step's first read: no dependency yet
             if w.type is RECV_REDUCE_COPY:
-                _add_reader(w, step)
+                w.readers_after = _gather(w.readers_after, step)
         readers = self._readers[gpu]
-        rs = readers[key]
-        if rs is None:
-            readers[key] = step
-        elif type(rs) is list:
-            rs.append(step)
-        else:
-            readers[key] = [rs, step]
+        readers[key] = _gather(readers[key], step)
 
     def _read(self, step: Step, lo: int, cnt: int, gpu: int) -> None:
         """``step`` reads ``cnt`` chunks from key ``lo``: it depends on their last writer."""
@@ -425,15 +426,8 @@ class Program:
                 if w not in deps:
                     deps.append(w)
                 if w.type is RECV_REDUCE_COPY:
-                    _add_reader(w, step)
-            rs = readers[key]
-            if rs is None:
-                readers[key] = step
-            elif type(rs) is list:
-                if rs[-1] is not step:
-                    rs.append(step)
-            elif rs is not step:
-                readers[key] = [rs, step]
+                    w.readers_after = _gather(w.readers_after, step)
+            readers[key] = _gather(readers[key], step)
 
     def _write(self, step: Step, index: int, lo: int, cnt: int, gpu: int) -> None:
         """``step`` writes ``cnt`` chunks from ``index`` (key ``lo``): it depends on the last
@@ -449,13 +443,7 @@ class Program:
             if w not in deps:
                 deps.append(w)
             if w.type is RECV_REDUCE_COPY:
-                over = w.overwritten_by
-                if over is None:
-                    w.overwritten_by = (i, step)
-                elif type(over) is list:
-                    over.append((i, step))
-                else:
-                    w.overwritten_by = [over, (i, step)]
+                w.overwritten_by = _gather(w.overwritten_by, (i, step))
         rs = readers[key]
         if rs is not None:
             readers[key] = None

@@ -3,8 +3,8 @@ from ccxml.ir cimport Step, TB
 
 cdef bint _COMPILED
 
-@cython.locals(st=Step, d=Step, rf=Step, tb=TB, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, e=Py_ssize_t,
-               n=Py_ssize_t, m=Py_ssize_t, t=Py_ssize_t, deg=Py_ssize_t, key=Py_ssize_t,
+@cython.locals(st=Step, d=Step, rf=Step, tb=TB, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t,
+               e=Py_ssize_t, n=Py_ssize_t, m=Py_ssize_t, t=Py_ssize_t, deg=Py_ssize_t, key=Py_ssize_t,
                top=Py_ssize_t, ndeps=Py_ssize_t, ne=Py_ssize_t, size=Py_ssize_t,
                last_send=Py_ssize_t, last_recv=Py_ssize_t, nrecv=Py_ssize_t, both=bint,
                fits=bint, sends=bint, recvs=bint, last_kind=int, other_kind=int, count=Py_ssize_t, entry=cython.longlong, w=cython.longlong,
