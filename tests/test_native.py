@@ -50,6 +50,16 @@ def test_every_module_the_build_recorded_runs_compiled():
                          f"rebuild with `python setup.py build_ext --inplace`")
 
 
+def test_a_compiled_step_is_160_bytes():
+    """A schedule holds millions of steps: the compiled Step keeps its object fields, then its
+    32-bit ones, with no padding and no vtable (README, Latest figures)."""
+    import ccxml.ir
+    if not _native.is_compiled(ccxml.ir.__file__):
+        pytest.skip("ccxml.ir runs as pure Python here")
+    from ccxml.wire import StepType
+    assert sys.getsizeof(ccxml.ir.Step(StepType.SEND, 0)) == 160
+
+
 @pytest.mark.skipif(not BUILT, reason="no native build in this checkout (pure Python install)")
 def test_compiled_and_pure_python_write_identical_files():
     """Every algorithm x collective x target on 2..33 ranks and the hierarchical shapes (the
