@@ -176,13 +176,17 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
     del waits
 
     # the ready steps' entries, in a binary heap: a list for heapq in pure Python, a flat array
-    # compiled (_heap_push / _heap_pop: the same order, without Python ints)
+    # compiled (_heap_push / _heap_pop: the same order, without Python ints), doubled when full
     heap: list[int] = []
-    ready = _zeros(n if _COMPILED else 0)
+    room = _zeros(1024 if _COMPILED else 0)
+    ready = room
     size = 0
     for i in range(n):
         if indeg[i] == 0:
             if _COMPILED:
+                if size == len(ready):
+                    room = room * 2
+                    ready = room
                 size = _heap_push(ready, size, prio[i])
             else:
                 heap.append(prio[i])
@@ -231,6 +235,9 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 for w in waiting:
                     is_held[w % n] = 0
                     if _COMPILED:
+                        if size == len(ready):
+                            room = room * 2
+                            ready = room
                         size = _heap_push(ready, size, w)
                     else:
                         heappush(heap, w)
@@ -240,6 +247,9 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             indeg[j] -= 1
             if indeg[j] == 0:
                 if _COMPILED:
+                    if size == len(ready):
+                        room = room * 2
+                        ready = room
                     size = _heap_push(ready, size, prio[j])
                 else:
                     heappush(heap, prio[j])
