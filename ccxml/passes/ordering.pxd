@@ -2,18 +2,20 @@ cimport cython
 from ccxml.ir cimport Step, TB
 
 cdef bint _COMPILED
+cdef int _SENDS, _RECEIVES, _HOLDABLE, _HELD, _FORCED, _AFTER_SEND, _AFTER_RECV
 
 @cython.locals(st=Step, d=Step, rf=Step, tb=TB, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t,
-               e=Py_ssize_t, n=Py_ssize_t, m=Py_ssize_t, t=Py_ssize_t, deg=Py_ssize_t, key=Py_ssize_t,
-               top=Py_ssize_t, ndeps=Py_ssize_t, ne=Py_ssize_t, size=Py_ssize_t,
-               last_send=Py_ssize_t, last_recv=Py_ssize_t, nrecv=Py_ssize_t, both=bint,
-               fits=bint, sends=bint, recvs=bint, last_kind=int, other_kind=int, count=Py_ssize_t, entry=cython.longlong, w=cython.longlong,
-               prio="long long[::1]", indeg="int[::1]", tb_of="int[::1]",
-               wait_for="int[::1]", receives="unsigned char[::1]", waits="int[::1]",
-               first="int[::1]", after="int[::1]",
-               ready="long long[::1]", recvs_placed="long long[::1]",
-               is_held="unsigned char[::1]", forced="unsigned char[::1]",
-               steps=list, placed=list, heap=list, held_order=list, big=list)
+               e=Py_ssize_t, n=Py_ssize_t, nt=Py_ssize_t, m=Py_ssize_t, t=Py_ssize_t,
+               deg=Py_ssize_t, key=Py_ssize_t, top=Py_ssize_t, nwaits=Py_ssize_t, ne=Py_ssize_t,
+               size=Py_ssize_t, end=Py_ssize_t, s0=Py_ssize_t, next_send=Py_ssize_t,
+               next_recv=Py_ssize_t, after_send=bint, after_recv=bint, both=bint, fits=bint,
+               f=int, last_kind=int, other_kind=int, count=Py_ssize_t,
+               entry=cython.longlong, w=cython.longlong,
+               start="long long[::1]", prio="long long[::1]", indeg="int[::1]",
+               tb_of="int[::1]", flags="unsigned char[::1]", waits="int[::1]", first="int[::1]",
+               after="int[::1]", ready="long long[::1]", order="int[::1]",
+               cursor="long long[::1]", recvs_placed="long long[::1]",
+               steps=list, old=list, heap=list, held_order=list, big=list)
 cpdef _schedule(list tbs, bint whole)
 
 @cython.locals(pos=Py_ssize_t, parent=Py_ssize_t, p=cython.longlong)

@@ -32,12 +32,20 @@ import heapq
 from array import array
 
 from ccxml._native import is_compiled
-from ccxml.ir import TB, Algo, Step
+from ccxml.ir import TB, Algo
 
 # True when this module runs compiled (see ccxml._native): the ready heap is then a flat array
 _COMPILED = is_compiled(__file__)
 _ZERO = bytes(8)
 _ZERO32 = bytes(4)
+# a step's flags (one byte each in the pass)
+_SENDS = 1              # its type sends
+_RECEIVES = 2           # its type receives
+_HOLDABLE = 4           # a send of a TB with both peers: may wait for the TB's receive
+_HELD = 8               # held so now
+_FORCED = 16            # let go because nothing else could move
+_AFTER_SEND = 32        # it waits for its TB's previous send
+_AFTER_RECV = 64        # it waits for its TB's previous receive
 if array("i").itemsize != 4:  # pragma: no cover - every platform CPython supports
     raise ImportError("ccxml.passes.ordering needs 32-bit C ints")
 
@@ -60,49 +68,60 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
     so every wait is on one of them (no membership test).
 
     Waits are counted with repeats (a data dependency that is also the TB's previous send is
-    counted twice and released twice, which changes nothing): the loop reads each step once."""
-    steps = [st for tb in tbs for st in tb.steps]
-    n = len(steps)
+    counted twice and released twice, which changes nothing): the loop reads each step once.
+    The steps are numbered TB after TB; the pass keeps a byte and a few 32- or 64-bit numbers
+    per step and per wait, no list of steps: the TBs' lists stay until their new orders replace
+    them."""
+    nt = len(tbs)
+    start = _zeros(nt + 1)              # TB t holds the steps numbered start[t] .. start[t + 1] - 1
+    n = 0
     m = 1
     top = 0                             # the highest send or receive index
-    ndeps = 0
-    for i, st in enumerate(steps):
-        st._s = i                       # dense step number while this pass runs (numbered later)
-        if st.original_index >= m:
-            m = st.original_index + 1
-        if st.send_index > top:
-            top = st.send_index
-        if st.recv_index > top:
-            top = st.recv_index
-        ndeps += len(st.dep_list)
+    nwaits = 0                          # data dependencies and matched sends
+    for t, tb in enumerate(tbs):
+        start[t] = n
+        for st in tb.steps:
+            st._s = n                   # dense step number while this pass runs (numbered later)
+            n += 1
+            if st.original_index >= m:
+                m = st.original_index + 1
+            if st.send_index > top:
+                top = st.send_index
+            if st.recv_index > top:
+                top = st.recv_index
+            nwaits += len(st.dep_list)
+            if st.recv_from is not None:
+                nwaits += 1
+    start[nt] = n
     if top >= 1 << 59:  # pragma: no cover - no schedule has that many sends on one link
         raise OverflowError(f"send or receive index {top} is too large to order")
-    if ndeps + 4 * n >= 1 << 31:  # pragma: no cover - step and wait numbers are 32-bit
-        raise OverflowError(f"{n} steps with {ndeps} dependencies are too many to order")
+    if nwaits + 2 * n >= 1 << 31:  # pragma: no cover - step and wait numbers are 32-bit
+        raise OverflowError(f"{n} steps with {nwaits} waits are too many to order")
+    # the membership test of a wait when the TBs are not the whole schedule (order_tb: one TB)
+    steps = None if whole else [st for tb in tbs for st in tb.steps]
     # heap entries are integers: (seed key · m + issue number) · n + step number, so the order is
     # the seed key, then issue order, as with tuples, at a fraction of the cost. The seed key is
     # at most 8·top + 5; if an entry could exceed 64 bits, entries are ranks instead (same order)
     fits = _fits_int64(top, m, n)
     big: list[int] = []                 # the entries as Python ints, when they do not fit
     prio = _zeros(n)
-    indeg = _zeros32(n)
-    tb_of = _zeros32(n)                 # dense TB number of each step
-    wait_for = _zeros32(n)              # a send's receive (number) to wait for, in its TB
-    receives = bytearray(n)
-    # what each step i waits on (steps j placed before it), i after i: at most one per data
-    # dependency, one for the matched send and one each for the previous send and receive;
-    # waits[k] for k from indeg[0] + ... + indeg[i - 1], indeg[i] of them (i ascends in the walk)
-    waits = _zeros32(ndeps + 3 * n)
+    indeg = _zeros32(n)                 # waits not yet placed, the previous send/receive included
+    flags = bytearray(n)                # see _SENDS ... _FORCED
+    # what each step i waits on besides its TB's previous send and receive (those are found in
+    # the flags when placed): the steps j of its data dependencies and its matched send, i after
+    # i: waits[k] for k from e(0) + ... + e(i - 1), e(i) = indeg[i] less its previous-send and
+    # -receive waits; first[j] counts the waits on j. Once sorted, its room (at least n) holds
+    # the steps as placed
+    waits = _zeros32(max(nwaits, n))
+    first = _zeros32(n + 1)
     ne = 0
     last_type = other_type = None
-    last_kind = other_kind = 0          # 1 if the type sends | 2 if it receives
+    last_kind = other_kind = 0          # _SENDS if the type sends | _RECEIVES if it receives
     for t, tb in enumerate(tbs):
-        last_send = last_recv = -1
+        after_send = after_recv = 0     # whether the TB had a send / a receive before the step
         both = tb.recv >= 0
-        nrecv = tb.recv_count
         for st in tb.steps:
             i = st._s
-            tb_of[i] = t
             ty = st.type
             if ty is not last_type:     # the flags of the last two types (enum attributes are
                 if ty is other_type:    # slow to read; sends and receives alternate)
@@ -111,15 +130,15 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 else:
                     other_type, other_kind = last_type, last_kind
                     last_type = ty
-                    last_kind = (1 if ty.sends else 0) | (2 if ty.receives else 0)
-            sends = last_kind & 1
-            recvs = last_kind & 2
+                    last_kind = (_SENDS if ty.sends else 0) | (_RECEIVES if ty.receives else 0)
+            f = last_kind
             deg = 0
             for d in st.dep_list:       # same-rank waits
                 j = d._s
                 if whole or (0 <= j < n and steps[j] is d):
                     waits[ne] = j
                     ne += 1
+                    first[j] += 1
                     deg += 1
             rf = st.recv_from
             if rf is not None:
@@ -127,30 +146,29 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 if whole or (0 <= j < n and steps[j] is rf):
                     waits[ne] = j
                     ne += 1
+                    first[j] += 1
                     deg += 1
-            if sends:
-                if recvs:
+            if f & _SENDS:
+                if f & _RECEIVES:
                     key = 8 * st.recv_index + 2
                 else:
                     key = 8 * st.send_index
                 if both:
-                    wait_for[i] = min(st.send_index, nrecv)
-                if last_send >= 0:
-                    waits[ne] = last_send
-                    ne += 1
+                    f |= _HOLDABLE
+                if after_send:
+                    f |= _AFTER_SEND
                     deg += 1
-                last_send = i
-            elif recvs:
+                after_send = 1
+            elif f & _RECEIVES:
                 key = 8 * st.recv_index + 5
             else:
                 key = 3
-            if recvs:
-                receives[i] = 1
-                if last_recv >= 0:
-                    waits[ne] = last_recv
-                    ne += 1
+            if f & _RECEIVES:
+                if after_recv:
+                    f |= _AFTER_RECV
                     deg += 1
-                last_recv = i
+                after_recv = 1
+            flags[i] = f
             if fits:
                 prio[i] = (key * m + st.original_index) * n + i
             else:
@@ -158,57 +176,70 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             indeg[i] = deg
     if not fits:
         _rank_entries(big, prio, n)
-    # the steps waiting on each step j, grouped: after[first[j]:first[j + 1]] (a counting sort;
-    # filled from the last wait back, so each group lists its steps in ascending order)
-    first = _zeros32(n + 1)
-    for k in range(ne):
-        first[waits[k]] += 1
+        big = []
+    # the steps waiting on each step j (by a data dependency or as its matched receive), grouped:
+    # after[first[j]:first[j + 1]] (a counting sort; filled from the last wait back, so each
+    # group lists its steps in ascending order)
     for j in range(1, n + 1):
         first[j] += first[j - 1]        # the end of each group, then filled back to its start
     after = _zeros32(ne)
     k = ne - 1
     for i in range(n - 1, -1, -1):
-        for e in range(indeg[i]):
+        e = indeg[i]
+        if flags[i] & _AFTER_SEND:
+            e -= 1
+        if flags[i] & _AFTER_RECV:
+            e -= 1
+        while e:
             j = waits[k]
             first[j] -= 1
             after[first[j]] = i
             k -= 1
-    del waits
+            e -= 1
+    order = waits                       # the steps as placed, TB after TB: TB t's new order is
+    del waits                           # order[start[t]:start[t + 1]], filled up to cursor[t]
+    tb_of = _zeros32(n)                 # dense TB number of each step
+    cursor = _zeros(nt)
+    for t in range(nt):
+        cursor[t] = start[t]
+        for i in range(start[t], start[t + 1]):
+            tb_of[i] = t
 
     # the ready steps' entries, in a binary heap: a list for heapq in pure Python, a flat array
-    # compiled (_heap_push / _heap_pop: the same order, without Python ints)
+    # compiled (_heap_push / _heap_pop: the same order, without Python ints), doubled when full
     heap: list[int] = []
-    ready = _zeros(n if _COMPILED else 0)
+    room = _zeros(1024 if _COMPILED else 0)
+    ready = room
     size = 0
     for i in range(n):
         if indeg[i] == 0:
             if _COMPILED:
+                if size == len(ready):
+                    room = room * 2
+                    ready = room
                 size = _heap_push(ready, size, prio[i])
             else:
                 heap.append(prio[i])
     heapq.heapify(heap)
     if not _COMPILED:
         size = len(heap)
-    placed: list[list[Step]] = [[] for _ in tbs]
-    recvs_placed = _zeros(len(tbs))
+    recvs_placed = _zeros(nt)
     held: dict[int, list[int]] = {}     # TB number -> sends waiting for an earlier receive
     held_order: list[int] = []          # the same entries in one heap (stale ones skipped)
-    is_held = bytearray(n)
-    forced = bytearray(n)               # sends let go because nothing else could move
     heappush, heappop = heapq.heappush, heapq.heappop
     count = 0
     while size or held:
         if not size:                    # alternation impossible here: let one held send go,
             entry = heappop(held_order)                 # the first in priority order
-            while not is_held[entry % n]:
+            while not flags[entry % n] & _HELD:
                 entry = heappop(held_order)
-            t = tb_of[entry % n]
+            i = entry % n
+            t = tb_of[i]
             entries = held[t]
             entries.remove(entry)
             if not entries:
                 del held[t]
-            is_held[entry % n] = 0
-            forced[entry % n] = 1
+            flags[i] = (flags[i] & ~_HELD) | _FORCED    # let go because nothing else could move
         elif _COMPILED:
             entry = _heap_pop(ready, size)
             size -= 1
@@ -217,39 +248,84 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
             size -= 1
         i = entry % n
         t = tb_of[i]
-        if recvs_placed[t] < wait_for[i] and not forced[i]:
-            held.setdefault(t, []).append(entry)
-            heappush(held_order, entry)
-            is_held[i] = 1
-            continue
-        placed[t].append(steps[i])
+        f = flags[i]
+        if f & _HOLDABLE and not f & _FORCED:
+            # a send waits for its TB's receive of the same index, if the TB has that many
+            tb = tbs[t]
+            st = tb.steps[i - start[t]]
+            if recvs_placed[t] < st.send_index and recvs_placed[t] < tb.recv_count:
+                held.setdefault(t, []).append(entry)
+                heappush(held_order, entry)
+                flags[i] = f | _HELD
+                continue
+        order[cursor[t]] = i
+        cursor[t] += 1
         count += 1
-        if receives[i]:
+        if f & _RECEIVES:
             recvs_placed[t] += 1
             waiting = held.pop(t, None)
             if waiting:
                 for w in waiting:
-                    is_held[w % n] = 0
+                    flags[w % n] &= ~_HELD
                     if _COMPILED:
+                        if size == len(ready):
+                            room = room * 2
+                            ready = room
                         size = _heap_push(ready, size, w)
                     else:
                         heappush(heap, w)
                         size += 1
-        for k in range(first[i], first[i + 1]):
-            j = after[k]
+        # release the waits on i: its TB's next send if i sends, its next receive if i receives
+        # (found in the flags: each gap between two sends or receives is read once), then
+        # after[first[i]:first[i + 1]]
+        next_send = next_recv = -1
+        if f & (_SENDS | _RECEIVES):
+            end = start[t + 1]
+            if f & _SENDS:
+                j = i + 1
+                while j < end and not flags[j] & _SENDS:
+                    j += 1
+                if j < end:
+                    next_send = j
+            if f & _RECEIVES:
+                j = i + 1
+                while j < end and not flags[j] & _RECEIVES:
+                    j += 1
+                if j < end:
+                    next_recv = j
+        k = first[i]
+        end = first[i + 1]
+        while True:
+            if k < end:
+                j = after[k]
+                k += 1
+            elif next_send >= 0:
+                j = next_send
+                next_send = -1
+            elif next_recv >= 0:
+                j = next_recv
+                next_recv = -1
+            else:
+                break
             indeg[j] -= 1
             if indeg[j] == 0:
                 if _COMPILED:
+                    if size == len(ready):
+                        room = room * 2
+                        ready = room
                     size = _heap_push(ready, size, prio[j])
                 else:
                     heappush(heap, prio[j])
                     size += 1
     if count != n:  # pragma: no cover - every wait points to an earlier-issued step
         raise ValueError("the steps' waits form a cycle; the program was not issued in order")
+    del prio, indeg, tb_of, flags, first, after
     for t, tb in enumerate(tbs):
-        tb.steps = placed[t]
-    for st in steps:
-        st._s = -1
+        old = tb.steps
+        s0 = start[t]
+        tb.steps = [old[order[k] - s0] for k in range(s0, start[t + 1])]
+        for st in old:
+            st._s = -1
 
 
 def _zeros(n: int) -> array:
