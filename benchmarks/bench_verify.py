@@ -8,7 +8,7 @@ verified in <= 2 s including parsing. For each file it prints the parse time, th
 and for parse + verify, as CPU time of this process (what one core delivers, whatever else the
 machine runs) and as wall time. A calibration line times a plain Python loop so that figures from
 a loaded or slow machine can be compared with a typical one. Like ``ccxml verify``, the benchmark
-keeps freed memory for reuse (:func:`ccxml.commands_verify.keep_freed_memory`);
+keeps freed memory for reuse (:func:`ccxml.cli.keep_freed_memory`);
 ``--default-malloc`` measures without that.
 
 The ring AllReduce is ccxml's own (``ccxml.algorithms.ring.allreduce(p).to_xml("legacy")``,
@@ -131,7 +131,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per file; the fastest is shown")
     args = ap.parse_args()
     if not args.default_malloc:
-        from ccxml.commands_verify import keep_freed_memory
+        from ccxml.cli import keep_freed_memory
         tuned = keep_freed_memory()
         print("allocator: freed memory kept for reuse, as `ccxml verify` does" if tuned else
               "allocator: default (not glibc)")

@@ -14,26 +14,6 @@ import click
 from ccxml.wire import PROFILES, Coll
 
 
-def keep_freed_memory() -> bool:
-    """Let this process reuse the memory it frees instead of handing it back to the OS.
-
-    Verifying a large file builds many arrays of one entry per step, one after the other;
-    glibc maps each big one afresh and unmaps it when freed, so every one pays page faults
-    (about a third of the CPU time of a 1M-step verification on a virtual machine). Raising
-    glibc's mmap and trim thresholds keeps freed memory in the heap. A process-wide setting,
-    so only the CLI command (and the benchmark that measures it) calls it; returns False where
-    it does not apply (not glibc).
-    """
-    try:
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6")
-        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)) and \
-            bool(libc.mallopt(M_TRIM_THRESHOLD, (1 << 31) - 1))
-    except (OSError, AttributeError):
-        return False
-
-
 def _load_counts(path: str):
     from ccxml.collectives import CollectiveError, parse_counts
     try:
@@ -60,7 +40,6 @@ def _load_counts(path: str):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def verify(files, target, coll, root, inplace, counts_path, as_json, quiet):
     """Load and prove MSCCL XML FILES: deadlocks, races, postconditions, loader rules."""
-    keep_freed_memory()
     from ccxml.interpreter import verify as run_verify
 
     counts = _load_counts(counts_path) if counts_path else None
