@@ -25,10 +25,10 @@ def _fail(message: str):
     raise click.ClickException(message)
 
 
-def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", root=None,
+def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec", root=None,
                   counts=None, topology=None, merge_rcs: bool = True, intra: str | None = None,
                   inter: str | None = None, variant: str | None = None, **options):
-    """Build, compile and export; returns (xml text, compiled Algo). Raises ValueError subclasses.
+    """Build and compile; returns the compiled Algo. Raises ValueError subclasses.
 
     ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
     validates them; an algorithm that takes none of them says so (AlgorithmError)."""
@@ -36,7 +36,12 @@ def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec"
     from ccxml.algorithms import build
     prog = build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
                  topology=topology, intra=intra, inter=inter, variant=variant)
-    algo = prog.compile(target, merge_rcs=merge_rcs)
+    return prog.compile(target, merge_rcs=merge_rcs)
+
+
+def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", **kwargs):
+    """:func:`generate_algo`, then export; returns (xml text, compiled Algo)."""
+    algo = generate_algo(algorithm, coll, ranks, target=target, **kwargs)
     from ccxml.export import to_xml
     return to_xml(algo, target), algo
 
@@ -123,26 +128,27 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             _fail(f"--counts {counts}: {e}")
     if Coll(coll).rooted and root is None:
         root = 0
+    where = "stdout" if output == "-" else output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml")
     try:
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
-            text, algo = generate_text(algorithm, coll, ranks, target=target, root=root, counts=matrix,
-                                       topology=topology, merge_rcs=not no_fuse, intra=intra, inter=inter,
-                                       variant=variant, channels=channels, proto=proto,
-                                       inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
+            algo = generate_algo(algorithm, coll, ranks, target=target, root=root, counts=matrix,
+                                 topology=topology, merge_rcs=not no_fuse, intra=intra, inter=inter,
+                                 variant=variant, channels=channels, proto=proto,
+                                 inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
+            from ccxml.export import to_xml, write_atomic, xml_parts
+            if output == "-":
+                text = to_xml(algo, target)     # kept for --verify
+                sys.stdout.write(text)
+            else:
+                # streamed to the file, a GPU at a time; --verify reads the file back
+                text = None
+                try:
+                    write_atomic(where, xml_parts(algo, target))
+                except OSError as e:
+                    _fail(f"cannot write {where}: {e.strerror}")
             bar.update(1)
     except ValueError as e:
         _fail(str(e))
-    if output == "-":
-        sys.stdout.write(text)
-        where = "stdout"
-    else:
-        path = output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml")
-        from ccxml.export import write_atomic
-        try:
-            write_atomic(path, text)
-        except OSError as e:
-            _fail(f"cannot write {path}: {e.strerror}")
-        where = path
     ntbs = sum(len(g.tbs) for g in algo.gpus)
     nsteps = sum(len(tb.steps) for g in algo.gpus for tb in g.tbs)
     window = f"{algo.minBytes}..{algo.maxBytes or 'unlimited'}"
@@ -152,7 +158,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     if do_verify:
         from ccxml.interpreter import verify as run_verify
         with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
-            report = run_verify(text, target=target, root=root, counts=matrix)
+            report = run_verify(where if text is None else text, target=target, root=root,
+                                counts=matrix)
             bar.update(1)
         if not report.ok:
             click.echo(f"FAIL {where}: {report.first_reason}", err=True)

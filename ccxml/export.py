@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 
 from ccxml.ir import Algo, GPU, Step
 from ccxml.passes.splitting import LimitError
@@ -174,74 +175,99 @@ def _number_pieces(want: int) -> int:
     return have
 
 
+def xml_parts(algo: Algo, target: str = "exec") -> Iterator[str]:
+    """The file's text in parts, one per GPU between the ``<algo>`` lines: what :func:`to_xml`
+    joins. A writer that streams them (:func:`write_atomic`) never holds the whole file, which
+    for a 2M-step schedule is 254 MB of text plus 170 MB of pieces. What the target cannot take
+    raises here, before any part is made."""
+    head = _open_tag("algo", algo_attrs(algo, target), "", ">\n")
+    return _parts(algo, head, _number_pieces(min(max(1024, 8 * algo.ngpus), 1 << 16)))
+
+
+def _parts(algo: Algo, head: str, kept: int) -> Iterator[str]:
+    yield head
+    out: list = []
+    for gpu in algo.gpus:
+        _gpu_pieces(gpu, out, kept)
+        yield "".join(out)
+        out.clear()
+    yield "</algo>\n"
+
+
 def to_xml(algo: Algo, target: str = "exec") -> str:
     """The file's text (compile the algo first); byte-identical to :func:`to_xml_lxml`."""
-    type_piece, srcbuf_piece, dstbuf_piece = _TYPE_PIECE, _SRCBUF_PIECE, _DSTBUF_PIECE
-    hasdep_piece, nop_piece, no_dep = _HASDEP_PIECE, _NOP_PIECE, _NO_DEP
-    nop, send, recv, rrs, scratch = NOP, SEND, RECV, RECV_REDUCE_SEND, SCRATCH
     # number pieces for 0 <= i < kept: no string formatted (and freed) per number
     kept = _number_pieces(min(max(1024, 8 * algo.ngpus), 1 << 16))
-    nums, step_open, cnt_piece, depid_piece = _NUMBERS, _STEP_OPEN, _CNT_PIECE, _DEPID_PIECE
     # the text as a list of pieces joined once at the end: no string per line
     out = [_open_tag("algo", algo_attrs(algo, target), "", ">\n")]
     for gpu in algo.gpus:
-        out.append(None)            # the <gpu> line, once the walk knows s_chunks
-        at = len(out) - 1
-        top = 0                     # scratch_chunks(gpu), computed on the same walk
-        for tb in gpu.tbs:
-            steps = tb.steps
-            if not steps:
-                out.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" '
-                           f'chan="{tb.chan}"/>\n')
-                continue
-            out.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">\n')
-            for st in steps:
-                # step_values, inlined: a call per step would cost a fifth of the writer;
-                # test_export checks this text against the lxml tree built from step_values
-                s = st._s
-                opening = step_open[s] if 0 <= s < kept else f'      <step s="{s}'
-                dep = st.dep
-                if dep is None:
-                    depid, deps = no_dep, ""
-                else:
-                    i, j = dep.tb.id, dep._s
-                    depid = depid_piece[i] if 0 <= i < kept else f'{i}" deps="'
-                    deps = nums[j] if 0 <= j < kept else f"{j}"
-                t = st.type
-                if t is nop:
-                    out.extend((opening, nop_piece, depid, deps, hasdep_piece[st.publish]))
-                    continue
-                src, dst, cnt = st.src, st.dst, st.cnt
-                if src is not None and src[0] is scratch and src[1] + cnt > top:
-                    top = src[1] + cnt
-                if dst is not None and dst[0] is scratch and dst[1] + cnt > top:
-                    top = dst[1] + cnt
-                if t is send or (t is rrs and dst is None):
-                    peer = st.send_to           # the sender names the receiver's destination
-                    dst = (None if peer is None else peer.dst) or src
-                elif t is recv:                 # the receiver names the sender's source
-                    peer = st.recv_from
-                    src = (None if peer is None else peer.src or peer.dst) or dst
-                src = src or dst
-                dst = dst or src
-                srcbuf, srcoff = src
-                dstbuf, dstoff = dst
-                out.extend((opening, type_piece[t], srcbuf_piece[srcbuf],
-                            nums[srcoff] if 0 <= srcoff < kept else f"{srcoff}",
-                            dstbuf_piece[dstbuf],
-                            nums[dstoff] if 0 <= dstoff < kept else f"{dstoff}",
-                            cnt_piece[cnt] if 0 <= cnt < kept else f'" cnt="{cnt}" depid="',
-                            depid, deps, hasdep_piece[st.publish]))
-            out.append("    </tb>\n")
-        gpu_attrs = {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
-                     "o_chunks": str(gpu.output_chunks), "s_chunks": str(top)}
-        if len(out) - 1 == at:      # no TBs
-            out[at] = _open_tag("gpu", gpu_attrs, "  ", "/>\n")
-        else:
-            out[at] = _open_tag("gpu", gpu_attrs, "  ", ">\n")
-            out.append("  </gpu>\n")
+        _gpu_pieces(gpu, out, kept)
     out.append("</algo>\n")
     return "".join(out)
+
+
+def _gpu_pieces(gpu: GPU, out: list, kept: int) -> None:
+    """Append the pieces of ``gpu``'s lines to ``out``; numbers below ``kept`` come from the
+    number pieces (see :func:`_number_pieces`)."""
+    type_piece, srcbuf_piece, dstbuf_piece = _TYPE_PIECE, _SRCBUF_PIECE, _DSTBUF_PIECE
+    hasdep_piece, nop_piece, no_dep = _HASDEP_PIECE, _NOP_PIECE, _NO_DEP
+    nop, send, recv, rrs, scratch = NOP, SEND, RECV, RECV_REDUCE_SEND, SCRATCH
+    nums, step_open, cnt_piece, depid_piece = _NUMBERS, _STEP_OPEN, _CNT_PIECE, _DEPID_PIECE
+    out.append(None)                # the <gpu> line, once the walk knows s_chunks
+    at = len(out) - 1
+    top = 0                         # scratch_chunks(gpu), computed on the same walk
+    for tb in gpu.tbs:
+        steps = tb.steps
+        if not steps:
+            out.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" '
+                       f'chan="{tb.chan}"/>\n')
+            continue
+        out.append(f'    <tb id="{tb.id}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">\n')
+        for st in steps:
+            # step_values, inlined: a call per step would cost a fifth of the writer;
+            # test_export checks this text against the lxml tree built from step_values
+            s = st._s
+            opening = step_open[s] if 0 <= s < kept else f'      <step s="{s}'
+            dep = st.dep
+            if dep is None:
+                depid, deps = no_dep, ""
+            else:
+                i, j = dep.tb.id, dep._s
+                depid = depid_piece[i] if 0 <= i < kept else f'{i}" deps="'
+                deps = nums[j] if 0 <= j < kept else f"{j}"
+            t = st.type
+            if t is nop:
+                out.extend((opening, nop_piece, depid, deps, hasdep_piece[st.publish]))
+                continue
+            src, dst, cnt = st.src, st.dst, st.cnt
+            if src is not None and src[0] is scratch and src[1] + cnt > top:
+                top = src[1] + cnt
+            if dst is not None and dst[0] is scratch and dst[1] + cnt > top:
+                top = dst[1] + cnt
+            if t is send or (t is rrs and dst is None):
+                peer = st.send_to           # the sender names the receiver's destination
+                dst = (None if peer is None else peer.dst) or src
+            elif t is recv:                 # the receiver names the sender's source
+                peer = st.recv_from
+                src = (None if peer is None else peer.src or peer.dst) or dst
+            src = src or dst
+            dst = dst or src
+            srcbuf, srcoff = src
+            dstbuf, dstoff = dst
+            out.extend((opening, type_piece[t], srcbuf_piece[srcbuf],
+                        nums[srcoff] if 0 <= srcoff < kept else f"{srcoff}",
+                        dstbuf_piece[dstbuf],
+                        nums[dstoff] if 0 <= dstoff < kept else f"{dstoff}",
+                        cnt_piece[cnt] if 0 <= cnt < kept else f'" cnt="{cnt}" depid="',
+                        depid, deps, hasdep_piece[st.publish]))
+        out.append("    </tb>\n")
+    gpu_attrs = {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
+                 "o_chunks": str(gpu.output_chunks), "s_chunks": str(top)}
+    if len(out) - 1 == at:      # no TBs
+        out[at] = _open_tag("gpu", gpu_attrs, "  ", "/>\n")
+    else:
+        out[at] = _open_tag("gpu", gpu_attrs, "  ", ">\n")
+        out.append("  </gpu>\n")
 
 
 #: characters encoded and written at a time by :func:`write_atomic` (small enough to reuse
@@ -249,8 +275,9 @@ def to_xml(algo: Algo, target: str = "exec") -> str:
 _WRITE_SLICE = 1 << 16
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename;
+    ``text`` is a string or its parts in order (see :func:`xml_parts`)."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -258,8 +285,9 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             # in slices: encoding a large schedule at once would take a second copy of it
-            for at in range(0, len(text), _WRITE_SLICE):
-                f.write(text[at:at + _WRITE_SLICE])
+            for part in ((text,) if isinstance(text, str) else text):
+                for at in range(0, len(part), _WRITE_SLICE):
+                    f.write(part[at:at + _WRITE_SLICE])
         os.chmod(tmp, 0o666 & ~current_umask())     # mkstemp makes 0600; a written file is 0644-like
         os.replace(tmp, path)
     except BaseException:

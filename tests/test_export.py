@@ -10,7 +10,8 @@ from lxml import etree
 from ccxml.algorithm import Options
 from ccxml.algorithms import build as build_alg
 from ccxml.algorithms import ring
-from ccxml.export import to_xml, to_xml_lxml
+from ccxml.export import to_xml, to_xml_lxml, write_atomic, xml_parts
+from ccxml.passes.splitting import LimitError
 
 
 @pytest.mark.parametrize("target", ["exec", "rccl", "legacy"])
@@ -28,6 +29,8 @@ def test_streamed_text_equals_the_lxml_tree(build, target, xsd):
     text = to_xml(algo, target)
     assert text == to_xml_lxml(algo, target)
     assert xsd.validate(etree.fromstring(text.encode()))
+    parts = list(xml_parts(algo, target))       # what `ccxml generate` streams to the file
+    assert len(parts) == len(algo.gpus) + 2 and "".join(parts) == text
 
 
 def test_attribute_values_are_escaped_like_lxml():
@@ -38,8 +41,23 @@ def test_attribute_values_are_escaped_like_lxml():
     assert 'name="a&lt;b &amp; &quot;c&quot;"' in to_xml(algo)
 
 
+def test_streamed_parts_are_written_whole_or_not_at_all(tmp_path):
+    algo = build_alg("rhd", "allreduce", 6).compile("legacy")
+    write_atomic(tmp_path / "a.xml", xml_parts(algo, "legacy"))
+    assert (tmp_path / "a.xml").read_text() == to_xml(algo, "legacy")
+    # the target's refusal comes before any part exists; a failing part leaves no file
+    with pytest.raises(LimitError, match="legacy runtime has no gather"):
+        xml_parts(build_alg("ring", "gather", 4).compile("exec"), "legacy")
+
+    def failing():
+        yield "<algo>\n"
+        raise OSError("disk full")
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(tmp_path / "b.xml", failing())
+    assert [p.name for p in tmp_path.iterdir()] == ["a.xml"]
+
+
 def test_written_files_get_normal_permissions_and_no_temporary_is_left(tmp_path):
-    from ccxml.export import write_atomic
     old = os.umask(0o022)
     try:
         write_atomic(tmp_path / "a.xml", "<algo/>\n")
