@@ -137,11 +137,11 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                                  inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
             from ccxml.export import to_xml, write_atomic, xml_parts
             if output == "-":
-                text = to_xml(algo, target)     # kept for --verify
-                sys.stdout.write(text)
+                source = to_xml(algo, target)   # kept for --verify
+                sys.stdout.write(source)
             else:
                 # streamed to the file, a GPU at a time; --verify reads the file back
-                text = None
+                source = None
                 try:
                     write_atomic(where, xml_parts(algo, target))
                 except OSError as e:
@@ -158,8 +158,14 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     if do_verify:
         from ccxml.interpreter import verify as run_verify
         with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
-            report = run_verify(where if text is None else text, target=target, root=root,
-                                counts=matrix)
+            if source is None:  # the file just written, through a rename: mapped, not copied
+                from ccxml.xmlload import load
+                try:
+                    source = load(where, mapped=True)
+                except ValueError as e:
+                    click.echo(f"FAIL {where}: {e}", err=True)
+                    sys.exit(1)
+            report = run_verify(source, target=target, root=root, counts=matrix)
             bar.update(1)
         if not report.ok:
             click.echo(f"FAIL {where}: {report.first_reason}", err=True)

@@ -30,6 +30,7 @@ Guarantees:
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import re
 from bisect import bisect_left
@@ -960,19 +961,20 @@ def loads(data: str | bytes, path: str = "<string>") -> Schedule:
         if len(data) > MAX_FILE_BYTES:
             raise LoadError(path, None, f"input is {len(data)} characters (limit {MAX_FILE_BYTES})")
         data = data.encode("utf-8", "surrogatepass")
-    data = bytes(data)
+    if not isinstance(data, (bytes, mmap.mmap)):
+        data = bytes(data)
     if len(data) > MAX_FILE_BYTES:
         raise LoadError(path, None, f"file is {len(data)} bytes (limit {MAX_FILE_BYTES})")
     # the scan counts control characters in the part of the file it reads (reading a binary
     # file is harmless: memory stays bounded and nothing raises)
     scan, span = _scan_steps(data)
     if span is None:
-        controls = data.translate(None, _GOOD_BYTES)   # what is left are control characters
+        controls = bytes(data).translate(None, _GOOD_BYTES)    # what is left: control characters
     else:
         controls = (data[:span[0]].translate(None, _GOOD_BYTES)
                     or data[span[1]:].translate(None, _GOOD_BYTES))
     if controls:
-        text = data.decode("latin-1")
+        text = str(data, "latin-1")
         bad = _BAD_CHARS.search(text)
         raise LoadError(path, _line_of(text, bad.start()),
                         f"binary data (byte 0x{ord(bad.group()):02x}): not an MSCCL XML file")
@@ -996,21 +998,29 @@ def loads(data: str | bytes, path: str = "<string>") -> Schedule:
                     pass
                 scan = _scan_steps(data)[0]    # fresh table rows for the second reading
         # latin-1 maps bytes 1:1, so positions are byte offsets and nothing can fail to decode
-        return _Reader(data.decode("latin-1"), path, scan).run()
+        return _Reader(str(data, "latin-1"), path, scan).run()
     finally:
         if enabled:
             gc.enable()
 
 
-def load(path: str | os.PathLike) -> Schedule:
-    """Parse the MSCCL XML file at ``path`` (read once, at most MAX_FILE_BYTES)."""
+def load(path: str | os.PathLike, *, mapped: bool = False) -> Schedule:
+    """Parse the MSCCL XML file at ``path`` (read once, at most MAX_FILE_BYTES).
+
+    ``mapped`` maps a non-empty file instead of reading it into fresh memory (a 254 MB file: 1.4
+    s of system time less on a virtual machine). Only for a file that no other process rewrites
+    in place, such as one this process has just written through a rename: a mapped file cut
+    short under the reader ends the process with SIGBUS."""
     p = os.fspath(path)
     try:
         with open(p, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size > MAX_FILE_BYTES:
                 raise LoadError(p, None, f"file is {size} bytes (limit {MAX_FILE_BYTES})")
-            data = fh.read(MAX_FILE_BYTES + 1)
+            if mapped and size:
+                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise LoadError(p, None, f"cannot read: {exc.strerror or exc}") from None
     return loads(data, p)

@@ -89,6 +89,25 @@ def test_public_api_and_file_loading(tmp_path):
     assert ccxml.loads(BASE.encode()).gpus == s.gpus
 
 
+def test_a_mapped_file_loads_and_fails_as_a_read_one(tmp_path):
+    """``load(path, mapped=True)`` (what ``generate --verify`` uses) gives the same model, and
+    the same one-line errors, as reading the file: the fast path, the exact path (an extra
+    attribute), binary data and a truncated file."""
+    cases = {"fast": BASE, "exact": ring_allgather(step_tail=' algostep="1"'),
+             "binary": BASE[:200] + "\x01" + BASE[200:], "cut": BASE[:400], "empty": ""}
+    for name, text in cases.items():
+        p = tmp_path / f"{name}.xml"
+        p.write_text(text)
+        try:
+            want = load(p)
+        except LoadError as e:
+            with pytest.raises(LoadError) as got:
+                load(p, mapped=True)
+            assert str(got.value) == str(e)
+        else:
+            assert load(p, mapped=True).gpus == want.gpus
+
+
 def test_skipped_elements_and_comments_are_fine():
     text = ("<!-- Copyright (c) someone -->\n" + BASE.replace(
         '  <gpu id="0" i_chunks="0" o_chunks="3" s_chunks="0">',
