@@ -382,7 +382,7 @@ class Program:
                 self._write(step, dst[1], dst_key, cnt, gpu)
         deps = self._deps
         if deps:
-            step.dep_list = tuple(deps)
+            step._dep_pack = deps[0] if len(deps) == 1 else tuple(deps)     # see Step.dep_list
             del deps[:]
         self._pending[gpu].append(step)
         if not self._issued_on[gpu]:

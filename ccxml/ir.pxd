@@ -9,7 +9,7 @@ cdef class Step:
     cdef public object tb
     cdef public object recv_from
     cdef public object send_to
-    cdef public tuple dep_list
+    cdef public object _dep_pack
     cdef public object dep
     cdef public object merged_into
     cdef public object readers_after
@@ -53,5 +53,8 @@ cdef class GPU:
     cdef public dict _index
 
 
+cpdef tuple step_deps(Step step)
+@cython.locals(n=Py_ssize_t)
+cpdef object pack_deps(deps)
 @cython.locals(src=tuple, dst=tuple, n=Py_ssize_t)
 cpdef bint step_reads_chunk(Step step, buf, Py_ssize_t c) except -1

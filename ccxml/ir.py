@@ -30,7 +30,7 @@ class Step:
     """
 
     __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
-                 "recv_from", "send_to", "dep_list", "original_index", "send_index", "recv_index",
+                 "recv_from", "send_to", "_dep_pack", "original_index", "send_index", "recv_index",
                  "dep", "merged_into", "publish", "readers_after", "overwritten_by", "_s")
 
     def __init__(self, type: StepType, gpu: int, src: tuple[Buffer, int] | None = None,
@@ -48,9 +48,9 @@ class Step:
         self.tb: TB | None = None
         self.recv_from: Step | None = None
         self.send_to: Step | None = None
-        # the same-GPU steps this one waits for, collected while the API is called (a tuple:
-        # millions of steps hold one or two, and a tuple keeps them inline)
-        self.dep_list: tuple[Step, ...] = ()
+        # the same-GPU steps this one waits for, collected while the API is called (see
+        # dep_list): None, the one step, or a tuple of two or more
+        self._dep_pack: Step | tuple[Step, ...] | None = None
         self.send_index = -1
         self.recv_index = -1
         self.dep: Step | None = None            # the one direct dependency after the build
@@ -74,6 +74,17 @@ class Step:
     def s(self) -> int:
         """Position in the TB, assigned at export time."""
         return self._s
+
+    @property
+    def dep_list(self) -> tuple["Step", ...]:
+        """The same-GPU steps this one waits for, collected while the API is called. Stored
+        packed (most of millions of steps have exactly one, and a tuple of one is a separate
+        48-byte object that every pass would fetch): see :func:`step_deps`."""
+        return step_deps(self)
+
+    @dep_list.setter
+    def dep_list(self, deps) -> None:
+        self._dep_pack = pack_deps(deps)
 
     @property
     def depid(self) -> int:
@@ -123,6 +134,27 @@ class Step:
 
     def __repr__(self) -> str:
         return f"<Step {self.describe()} src={self.src} dst={self.dst} cnt={self.cnt}>"
+
+
+def step_deps(step: Step) -> tuple[Step, ...]:
+    """``step.dep_list`` (a function, so that compiled passes call it directly): a one-step
+    tuple is made afresh, which costs less than fetching a stored one from memory."""
+    d = step._dep_pack
+    if d is None:
+        return ()
+    if type(d) is tuple:
+        return d
+    return (d,)
+
+
+def pack_deps(deps) -> Step | tuple[Step, ...] | None:
+    """What a step stores for the dependencies ``deps`` (a sequence of steps)."""
+    n = len(deps)
+    if n == 0:
+        return None
+    if n == 1:
+        return deps[0]
+    return tuple(deps)
 
 
 def step_reads_chunk(step: Step, buf: Buffer, c: int) -> bool:

@@ -24,6 +24,26 @@ def test_cross_gpu_dependency_is_rejected_when_added():
         a.add_dep(b)
 
 
+def test_dependencies_read_back_as_a_tuple_however_they_are_stored():
+    # a step stores none, one or several dependencies packed (Step.dep_list); every way of
+    # setting them reads back as the tuple, in order, without repeats
+    a, b, c = (Step(StepType.COPY, 0) for _ in range(3))
+    assert a.dep_list == ()
+    a.add_dep(b)
+    a.add_dep(b)
+    assert a.dep_list == (b,)
+    a.add_dep(c)
+    assert a.dep_list == (b, c)
+    a.remove_dep(b)
+    assert a.dep_list == (c,)
+    a.remove_dep(c)
+    assert a.dep_list == ()
+    a.dep_list = [c, b]
+    assert a.dep_list == (c, b)
+    a.dep_list = ()
+    assert a.dep_list == ()
+
+
 def test_channel_conflict_is_detected():
     gpu = GPU(0)
     gpu.add_tb(TB(1, -1, 0))

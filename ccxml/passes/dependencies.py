@@ -15,7 +15,7 @@ form. Guarantees:
 """
 from __future__ import annotations
 
-from ccxml.ir import GPU, TB, Algo, Step
+from ccxml.ir import GPU, TB, Algo, Step, step_deps
 from ccxml.wire import MAX_REDUCE_FUSION, REDUCE
 
 
@@ -43,7 +43,7 @@ def build_gpu_dependencies(gpu: GPU) -> None:
             st.dep = None
             if st.type is REDUCE:
                 reduces += 1
-            deps = st.dep_list
+            deps = step_deps(st)
             # (one unfused dependency inside this TB, the common case, needs nothing)
             if deps and (len(deps) > 1 or deps[0].tb is not tb or deps[0].merged_into is not None):
                 targets = _targets(st)
@@ -69,7 +69,7 @@ def _targets(st: Step) -> list[Step]:
     tb = st.tb
     origin = tb.origin
     best: dict[TB, Step] | None = None
-    for d in st.dep_list:
+    for d in step_deps(st):
         while d.merged_into is not None:
             d = d.merged_into
         dtb = d.tb

@@ -18,7 +18,7 @@ receive keeps its index (the fused step takes the send's). The folded send is le
 """
 from __future__ import annotations
 
-from ccxml.ir import GPU, Algo, Step, step_reads_chunk
+from ccxml.ir import GPU, Algo, Step, step_deps, step_reads_chunk
 from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
                         RECV_REDUCE_SEND, SCRATCH, SEND, StepType)
 
@@ -57,7 +57,7 @@ def fuse_gpu(gpu: GPU) -> None:
 def _fusable(r: Step, s: Step) -> bool:
     if s.type is not SEND or s.cnt != r.cnt or s.src != r.dst:
         return False
-    for d in s.dep_list:
+    for d in step_deps(s):
         while d.merged_into is not None:
             d = d.merged_into
         if d is not r:

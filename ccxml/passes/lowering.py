@@ -61,14 +61,14 @@ def _lower(st: Step, slot: tuple[Buffer, int]) -> list[Step]:
     recv = Step(RECV, st.gpu, dst=dst if not _overlap(src, dst, n) else slot, cnt=n,
                 recv_peer=st.recv_peer, chan=st.chan, original_index=st.original_index)
     recv.tb = st.tb
-    recv.dep_list = st.dep_list
+    recv._dep_pack = st._dep_pack
     recv.recv_from = st.recv_from
     if st.recv_from is not None:
         st.recv_from.send_to = recv
     # the original object becomes the last step, so dependencies on the rrc follow it
     st.recv_from = None
     st.recv_peer = -1
-    st.dep_list = ()
+    st._dep_pack = None
     st.type = REDUCE
     if not _overlap(src, dst, n):                       # dst := recv; dst ⊕= src
         st.src, st.dst = src, dst

@@ -32,7 +32,7 @@ import heapq
 from array import array
 
 from ccxml._native import is_compiled
-from ccxml.ir import TB, Algo
+from ccxml.ir import TB, Algo, step_deps
 
 # True when this module runs compiled (see ccxml._native): the ready heap is then a flat array
 _COMPILED = is_compiled(__file__)
@@ -89,7 +89,9 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 top = st.send_index
             if st.recv_index > top:
                 top = st.recv_index
-            nwaits += len(st.dep_list)
+            packed = st._dep_pack       # see Step.dep_list
+            if packed is not None:
+                nwaits += len(packed) if type(packed) is tuple else 1
             if st.recv_from is not None:
                 nwaits += 1
     start[nt] = n
@@ -133,7 +135,7 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                     last_kind = (_SENDS if ty.sends else 0) | (_RECEIVES if ty.receives else 0)
             f = last_kind
             deg = 0
-            for d in st.dep_list:       # same-rank waits
+            for d in step_deps(st):     # same-rank waits
                 j = d._s
                 if whole or (0 <= j < n and steps[j] is d):
                     waits[ne] = j

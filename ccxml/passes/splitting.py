@@ -23,7 +23,7 @@ from itertools import compress
 from operator import ne
 
 from ccxml._native import is_compiled
-from ccxml.ir import GPU, TB, Algo, Step
+from ccxml.ir import GPU, TB, Algo, Step, pack_deps, step_deps
 from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
                         RECV_REDUCE_SEND, SEND, Profile, StepType)
 
@@ -34,12 +34,12 @@ class LimitError(ValueError):
 
 def nop_cost(step: Step) -> int:
     """``nop``s the dependency build will put in front of ``step`` (an upper bound)."""
-    if len(step.dep_list) < 2:
+    if type(step._dep_pack) is not tuple:      # fewer than two (see Step.dep_list)
         return 0
     tb = step.tb
     own = tb.origin if tb is not None else None
     others: list[TB] | None = None              # origins of the other TBs waited on (few)
-    for d in step.dep_list:
+    for d in step_deps(step):
         while d.merged_into is not None:
             d = d.merged_into
         dtb = d.tb
@@ -121,7 +121,7 @@ def _all_fit(gpus: list[GPU], tbs: list[TB], limit: int) -> bool:
             for tb in gpu.tbs:
                 used = len(tb.steps)
                 for st in tb.steps:
-                    if len(st.dep_list) > 1:
+                    if type(st._dep_pack) is tuple:    # two or more
                         used += nop_cost(st)
                 if used > limit:
                     return False
@@ -159,7 +159,7 @@ def _add_nop_costs(gpus: list[GPU], cost) -> None:
         if len(gpu.tbs) > 1:
             for tb in gpu.tbs:
                 for st in tb.steps:
-                    if len(st.dep_list) > 1:
+                    if type(st._dep_pack) is tuple:    # two or more
                         c = nop_cost(st)
                         if c:
                             cost[st._s] += c
@@ -320,16 +320,16 @@ def _unfuse_cut_steps(algo: Algo, cut: list[Step]) -> dict[Step, Step]:
         for tb in gpu.tbs:
             for st in tb.steps:
                 deps = None
-                for i, d in enumerate(st.dep_list):
+                for i, d in enumerate(step_deps(st)):
                     while d.merged_into is not None:
                         d = d.merged_into
                     send = send_half.get(d)
                     if send is not None and d.tb is not tb:
                         if deps is None:
-                            deps = list(st.dep_list)
+                            deps = list(step_deps(st))
                         deps[i] = send
                 if deps is not None:
-                    st.dep_list = tuple(deps)
+                    st._dep_pack = pack_deps(deps)
     return send_half
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from ccxml.ir import GPU, TB, Algo, Step
+from ccxml.ir import GPU, TB, Algo, Step, step_deps
 
 
 def assign_threadblocks(algo: Algo) -> None:
@@ -118,7 +118,7 @@ def _place_local_steps(gpu: GPU, steps: list[Step]) -> None:
     local_tb: dict[int, TB] = {}
     for st in local_steps:
         tb = None
-        for dep in reversed(st.dep_list):          # the latest producer first
+        for dep in reversed(step_deps(st)):        # the latest producer first
             tb = dep.tb
             if tb is not None:
                 break
@@ -144,11 +144,11 @@ def _place_local_steps(gpu: GPU, steps: list[Step]) -> None:
 def _first_consumers(steps: list[Step]) -> dict[Step, TB]:
     """For each local step (no TB yet), the TB of the first communicating step depending on it."""
     out: dict[Step, TB] = {}
-    for st in filter(attrgetter("dep_list"), steps):       # the steps with dependencies
+    for st in filter(attrgetter("_dep_pack"), steps):      # the steps with dependencies
         tb = st.tb
         if tb is None:
             continue
-        for dep in st.dep_list:
+        for dep in step_deps(st):
             if dep.tb is None and dep not in out:
                 out[dep] = tb
     return out
