@@ -10,12 +10,10 @@ cpdef Py_ssize_t nop_cost(Step step) except -1
 cdef bint _all_fit(list gpus, list tbs, Py_ssize_t limit) except -1
 
 @cython.locals(tb=TB, st=Step, to=Step, g=Py_ssize_t, t=Py_ssize_t, p=Py_ssize_t,
-               halves_of=dict)
-cdef _index_steps(list tbs, unsigned char[::1] halves, long long[::1] spart,
-                  long long[::1] rpart, long long[::1] tb_of, long long[::1] base)
-
-@cython.locals(gpu=GPU, tb=TB, st=Step, c=Py_ssize_t)
-cdef _add_nop_costs(list gpus, long long[::1] cost)
+               halves_of=dict, many=bint, c=Py_ssize_t)
+cdef _index_steps(list tbs, const unsigned char[::1] shared, unsigned char[::1] halves,
+                  long long[::1] spart, long long[::1] rpart, long long[::1] tb_of,
+                  long long[::1] base, long long[::1] cost)
 
 @cython.locals(curs="long long[::1]", useds="long long[::1]", dirty="long long[::1]",
                last="long long[::1]", reached="long long[::1]", queued="unsigned char[::1]",

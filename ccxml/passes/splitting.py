@@ -84,9 +84,10 @@ def split_long_threadblocks(algo: Algo, profile: Profile) -> None:
     halves = bytearray(n)
     spart, rpart = _table(-1, n), _table(-1, n)
     tb_of, base = _table(0, n), _table(0, ntb + 1)
-    _index_steps(tbs, halves, spart, rpart, tb_of, base)
     cost = _table(1, n)
-    _add_nop_costs(algo.gpus, cost)
+    # nops come only from dependencies on other TBs of the same GPU: none where it has one TB
+    shared = bytearray([len(gpu.tbs) > 1 for gpu in algo.gpus for _ in gpu.tbs])
+    _index_steps(tbs, shared, halves, spart, rpart, tb_of, base, cost)
     # A segment per event: the receive and the send half of a fused step may end up in two
     # consecutive pieces (the step is then unfused at the cut), which is what lets a ring of
     # rcs steps be cut at all: every link cuts at the same message. A send-only step's rseg
@@ -128,10 +129,11 @@ def _all_fit(gpus: list[GPU], tbs: list[TB], limit: int) -> bool:
     return True
 
 
-def _index_steps(tbs: list[TB], halves, spart, rpart, tb_of, base) -> None:
+def _index_steps(tbs: list[TB], shared, halves, spart, rpart, tb_of, base, cost) -> None:
     """Give every step its gid (in ``_s``) and fill the per-gid tables: ``halves``, the link
-    partners both ways (``spart`` from the senders, ``rpart`` from the receivers), ``tb_of``
-    and each TB's first gid ``base``."""
+    partners both ways (``spart`` from the senders, ``rpart`` from the receivers), ``tb_of``,
+    each TB's first gid ``base``, and add to ``cost`` the nops a step's dependencies will need
+    where its TB's GPU has other TBs (``shared[t]``)."""
     halves_of = _HALVES
     g = 0
     for t, tb in enumerate(tbs):
@@ -143,26 +145,19 @@ def _index_steps(tbs: list[TB], halves, spart, rpart, tb_of, base) -> None:
             g += 1
     base[len(tbs)] = g
     g = 0                                       # links are matched both ways: from the senders
-    for tb in tbs:
+    for t, tb in enumerate(tbs):
+        many = shared[t]
         for st in tb.steps:
             to = st.send_to
             if to is not None:
                 p = to._s
                 spart[g] = p
                 rpart[p] = g
+            if many and type(st._dep_pack) is tuple:    # two dependencies or more
+                c = nop_cost(st)
+                if c:
+                    cost[g] += c
             g += 1
-
-
-def _add_nop_costs(gpus: list[GPU], cost) -> None:
-    """Add to each step's cost the nops its dependencies will need (none on a GPU with one TB)."""
-    for gpu in gpus:
-        if len(gpu.tbs) > 1:
-            for tb in gpu.tbs:
-                for st in tb.steps:
-                    if type(st._dep_pack) is tuple:    # two or more
-                        c = nop_cost(st)
-                        if c:
-                            cost[st._s] += c
 
 
 def _settle(ntb: int, n: int, base, tb_of, halves, cost, rpart, spart, rseg, sseg,
