@@ -281,20 +281,10 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
         # (found in the flags: each gap between two sends or receives is read once), then
         # after[first[i]:first[i + 1]]
         next_send = next_recv = -1
-        if f & (_SENDS | _RECEIVES):
-            end = start[t + 1]
-            if f & _SENDS:
-                j = i + 1
-                while j < end and not flags[j] & _SENDS:
-                    j += 1
-                if j < end:
-                    next_send = j
-            if f & _RECEIVES:
-                j = i + 1
-                while j < end and not flags[j] & _RECEIVES:
-                    j += 1
-                if j < end:
-                    next_recv = j
+        if f & _SENDS:
+            next_send = _next_with(flags, i, start[t + 1], _SENDS)
+        if f & _RECEIVES:
+            next_recv = _next_with(flags, i, start[t + 1], _RECEIVES)
         k = first[i]
         end = first[i + 1]
         while True:
@@ -359,6 +349,16 @@ def _rank_entries(big: list[int], prio, n: int) -> None:
     for r, e in enumerate(sorted(big)):
         i = e % n
         prio[i] = r * n + i
+
+
+def _next_with(flags, i: int, end: int, bit: int) -> int:
+    """The first step after ``i`` and before ``end`` whose flags have ``bit``, or -1."""
+    j = i + 1
+    while j < end:
+        if flags[j] & bit:
+            return j
+        j += 1
+    return -1
 
 
 def _heap_push(heap, size: int, x: int) -> int:
