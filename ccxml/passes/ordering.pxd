@@ -19,8 +19,8 @@ cdef int _SENDS, _RECEIVES, _HOLDABLE, _HELD, _FORCED, _AFTER_SEND, _AFTER_RECV
 cpdef _schedule(list tbs, bint whole)
 
 @cython.locals(j=Py_ssize_t)
-cdef inline Py_ssize_t _next_with(const unsigned char[::1] flags, Py_ssize_t i, Py_ssize_t end,
-                                  int bit)
+cdef Py_ssize_t _next_with(const unsigned char[::1] flags, Py_ssize_t i, Py_ssize_t end,
+                          int bit)
 
 @cython.locals(pos=Py_ssize_t, parent=Py_ssize_t, p=cython.longlong)
 cdef Py_ssize_t _heap_push(long long[::1] heap, Py_ssize_t size, long long x)
