@@ -128,7 +128,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             _fail(f"--counts {counts}: {e}")
     if Coll(coll).rooted and root is None:
         root = 0
-    where = "stdout" if output == "-" else output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml")
+    where = ("stdout" if output == "-"
+             else output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml"))
     try:
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
             algo = generate_algo(algorithm, coll, ranks, target=target, root=root, counts=matrix,
@@ -162,8 +163,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                 from ccxml.xmlload import load
                 try:
                     source = load(where, mapped=True)
-                except ValueError as e:
-                    click.echo(f"FAIL {where}: {e}", err=True)
+                except ValueError as e:         # (its message starts with the path)
+                    click.echo(f"FAIL {e}", err=True)
                     sys.exit(1)
             report = run_verify(source, target=target, root=root, counts=matrix)
             bar.update(1)

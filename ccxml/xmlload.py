@@ -955,8 +955,9 @@ def _compress(data: bytes, scan):
     return "".join(parts), (marks, at, lines)
 
 
-def loads(data: str | bytes, path: str = "<string>") -> Schedule:
-    """Parse MSCCL XML from ``data``; see the module docstring for what is guaranteed."""
+def loads(data: str | bytes | mmap.mmap, path: str = "<string>") -> Schedule:
+    """Parse MSCCL XML from ``data`` (text, bytes, or a file mapped read-only as
+    :func:`load` maps it); see the module docstring for what is guaranteed."""
     if isinstance(data, str):
         if len(data) > MAX_FILE_BYTES:
             raise LoadError(path, None, f"input is {len(data)} characters (limit {MAX_FILE_BYTES})")
