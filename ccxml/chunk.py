@@ -31,7 +31,7 @@ There is no global "current program": every chunk knows its program.
 from __future__ import annotations
 
 from ccxml.collectives import Collective
-from ccxml.ir import Algo, IRError, Step
+from ccxml.ir import Algo, IRError, Step, new_step
 from ccxml.wire import (COPY, INPUT, LINK_CALLS, OUTPUT, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH,
                         SEND, Buffer, Coll, Proto, StepType, max_allowed_count)
 
@@ -366,7 +366,7 @@ class Program:
         # the table keys first: a bad operand is refused before anything is recorded
         src_key = self._key(gpu, src, cnt) if src is not None and access & _READS_SRC else -1
         dst_key = self._key(gpu, dst, cnt) if dst is not None and access & _ACCESS_DST else -1
-        step = Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
+        step = new_step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
         if src_key >= 0:
             if cnt == 1:

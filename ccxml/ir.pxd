@@ -53,6 +53,10 @@ cdef class GPU:
     cdef public dict _index
 
 
+cpdef Step new_step(object type, int gpu, object src, object dst, int cnt, int send_peer,
+                    int recv_peer, int chan, int original_index)
+cdef _fill(Step st, object type, int gpu, object src, object dst, int cnt, int send_peer,
+           int recv_peer, int chan, int original_index)
 cpdef tuple step_deps(Step step)
 @cython.locals(n=Py_ssize_t)
 cpdef object pack_deps(deps)

@@ -36,33 +36,7 @@ class Step:
     def __init__(self, type: StepType, gpu: int, src: tuple[Buffer, int] | None = None,
                  dst: tuple[Buffer, int] | None = None, cnt: int = 1, send_peer: int = -1,
                  recv_peer: int = -1, chan: int = 0, original_index: int = 0):
-        self.type = type
-        self.gpu = gpu
-        self.src = src
-        self.dst = dst
-        self.cnt = cnt
-        self.send_peer = send_peer
-        self.recv_peer = recv_peer
-        self.chan = chan
-        self.original_index = original_index
-        self.tb: TB | None = None
-        self.recv_from: Step | None = None
-        self.send_to: Step | None = None
-        # the same-GPU steps this one waits for, collected while the API is called (see
-        # dep_list): None, the one step, or a tuple of two or more
-        self._dep_pack: Step | tuple[Step, ...] | None = None
-        self.send_index = -1
-        self.recv_index = -1
-        self.dep: Step | None = None            # the one direct dependency after the build
-        self.merged_into: Step | None = None    # set when fusion folds this step into another
-        self.publish = False                    # hasdep: some step waits on it (or it must publish)
-        # recorded by the Chunk API for ``rrc`` steps, the only ones fusion asks whether their
-        # store is dead (None until there is one, a list from the second on; most have one):
-        # who read what this step wrote, and who overwrote it: (chunk index in the destination
-        # buffer, overwriting step)
-        self.readers_after: Step | list[Step] | None = None
-        self.overwritten_by: tuple[int, Step] | list[tuple[int, Step]] | None = None
-        self._s = -1
+        _fill(self, type, gpu, src, dst, cnt, send_peer, recv_peer, chan, original_index)
 
     # ---- seed-design names --------------------------------------------------------------
     @property
@@ -134,6 +108,47 @@ class Step:
 
     def __repr__(self) -> str:
         return f"<Step {self.describe()} src={self.src} dst={self.dst} cnt={self.cnt}>"
+
+
+def new_step(type: StepType, gpu: int, src: tuple[Buffer, int] | None, dst: tuple[Buffer, int] | None,
+             cnt: int, send_peer: int, recv_peer: int, chan: int, original_index: int) -> Step:
+    """``Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, original_index)`` without the
+    argument handling of a call to the class: the Chunk API makes millions of steps."""
+    st = Step.__new__(Step)
+    _fill(st, type, gpu, src, dst, cnt, send_peer, recv_peer, chan, original_index)
+    return st
+
+
+def _fill(st: Step, type: StepType, gpu: int, src, dst, cnt: int, send_peer: int, recv_peer: int,
+          chan: int, original_index: int) -> None:
+    """Set every field of a new step (:class:`Step`'s constructor and :func:`new_step`)."""
+    st.type = type
+    st.gpu = gpu
+    st.src = src
+    st.dst = dst
+    st.cnt = cnt
+    st.send_peer = send_peer
+    st.recv_peer = recv_peer
+    st.chan = chan
+    st.original_index = original_index
+    st.tb = None
+    st.recv_from = None
+    st.send_to = None
+    # the same-GPU steps this one waits for, collected while the API is called (see
+    # dep_list): None, the one step, or a tuple of two or more
+    st._dep_pack = None
+    st.send_index = -1
+    st.recv_index = -1
+    st.dep = None            # the one direct dependency after the build
+    st.merged_into = None    # set when fusion folds this step into another
+    st.publish = False                    # hasdep: some step waits on it (or it must publish)
+    # recorded by the Chunk API for ``rrc`` steps, the only ones fusion asks whether their
+    # store is dead (None until there is one, a list from the second on; most have one):
+    # who read what this step wrote, and who overwrote it: (chunk index in the destination
+    # buffer, overwriting step)
+    st.readers_after = None
+    st.overwritten_by = None
+    st._s = -1
 
 
 def step_deps(step: Step) -> tuple[Step, ...]:
