@@ -175,13 +175,19 @@ def _number_pieces(want: int) -> int:
     return have
 
 
+def _numbers_for(algo: Algo) -> int:
+    """Number pieces for 0 <= i < the returned bound, enough for most numbers in ``algo``'s
+    file: no string is formatted (and freed) per number."""
+    return _number_pieces(min(max(1024, 8 * algo.ngpus), 1 << 16))
+
+
 def xml_parts(algo: Algo, target: str = "exec") -> Iterator[str]:
     """The file's text in parts, one per GPU between the ``<algo>`` lines: what :func:`to_xml`
     joins. A writer that streams them (:func:`write_atomic`) never holds the whole file, which
     for a 2M-step schedule is 254 MB of text plus 170 MB of pieces. What the target cannot take
     raises here, before any part is made."""
     head = _open_tag("algo", algo_attrs(algo, target), "", ">\n")
-    return _parts(algo, head, _number_pieces(min(max(1024, 8 * algo.ngpus), 1 << 16)))
+    return _parts(algo, head, _numbers_for(algo))
 
 
 def _parts(algo: Algo, head: str, kept: int) -> Iterator[str]:
@@ -196,8 +202,7 @@ def _parts(algo: Algo, head: str, kept: int) -> Iterator[str]:
 
 def to_xml(algo: Algo, target: str = "exec") -> str:
     """The file's text (compile the algo first); byte-identical to :func:`to_xml_lxml`."""
-    # number pieces for 0 <= i < kept: no string formatted (and freed) per number
-    kept = _number_pieces(min(max(1024, 8 * algo.ngpus), 1 << 16))
+    kept = _numbers_for(algo)
     # the text as a list of pieces joined once at the end: no string per line
     out = [_open_tag("algo", algo_attrs(algo, target), "", ">\n")]
     for gpu in algo.gpus:
