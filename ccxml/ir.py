@@ -131,17 +131,17 @@ def _fill(st: Step, type: StepType, gpu: int, src, dst, cnt: int, send_peer: int
     st.recv_peer = recv_peer
     st.chan = chan
     st.original_index = original_index
-    st.tb = None
-    st.recv_from = None
-    st.send_to = None
+    st.tb = None                # its TB, once the threadblocks pass has placed it
+    st.recv_from = None         # the matched sending step (see the class docstring)
+    st.send_to = None           # the matched receiving step
     # the same-GPU steps this one waits for, collected while the API is called (see
     # dep_list): None, the one step, or a tuple of two or more
     st._dep_pack = None
     st.send_index = -1
     st.recv_index = -1
-    st.dep = None            # the one direct dependency after the build
-    st.merged_into = None    # set when fusion folds this step into another
-    st.publish = False                    # hasdep: some step waits on it (or it must publish)
+    st.dep = None               # the one direct dependency after the build
+    st.merged_into = None       # set when fusion folds this step into another
+    st.publish = False          # hasdep: some step waits on it (or it must publish)
     # recorded by the Chunk API for ``rrc`` steps, the only ones fusion asks whether their
     # store is dead (None until there is one, a list from the second on; most have one):
     # who read what this step wrote, and who overwrote it: (chunk index in the destination
