@@ -33,6 +33,7 @@ import sys as _sys
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
+from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
 from ccxml import xmlload
 from ccxml.interpreter import verify
 
@@ -81,15 +82,6 @@ def generated_ring(p: int) -> Path:
     return path
 
 
-def calibration() -> float:
-    """CPU seconds for 3M iterations of ``x += i`` (about 0.1 s on a typical 2024 desktop core)."""
-    t = time.process_time()
-    x = 0
-    for i in range(3_000_000):
-        x += i
-    return time.process_time() - t
-
-
 def measure(label: str, *, text: str | None = None, path: Path | None = None, target: str = "exec",
             repeat: int = 1) -> None:
     best = None
@@ -135,8 +127,7 @@ def main() -> None:
         tuned = keep_freed_memory()
         print("allocator: freed memory kept for reuse, as `ccxml verify` does" if tuned else
               "allocator: default (not glibc)")
-    cal = calibration()
-    print(f"calibration: 3M-iteration Python loop in {cal:.3f} s cpu (typical desktop core ~0.1 s)")
+    print(calibration_line())
     if CORPUS.is_dir():
         largest = max(CORPUS.glob("*/*.xml"), key=lambda f: f.stat().st_size)
         measure(f"largest corpus file {largest.relative_to(CORPUS)}", path=largest,

@@ -16,6 +16,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
 REPO = os.path.dirname(HERE)
 PY = sys.executable
 #: every case runs this checkout's ccxml (compiled in place by ``pip install -e .``, else pure)
@@ -76,6 +78,7 @@ def main() -> int:
     gen = [PY, "-m", "ccxml", "generate"]
     version = subprocess.run([PY, "-m", "ccxml", "--version"], capture_output=True, text=True, env=ENV)
     print(version.stdout.strip() or version.stderr.strip())
+    print(calibration_line(), "(before)", flush=True)
     case("ccxml generate ring --ranks 8", gen + ["ring", "--ranks", "8"], 0.3, None, misses)
     case("ring allreduce, 64 ranks", gen + ["ring", "--ranks", "64"], 0.3, None, misses)
     case("ring allreduce, 256 ranks", gen + ["ring", "--ranks", "256"], 3.0, 300, misses)
@@ -95,6 +98,7 @@ def main() -> int:
     print(f"{'verify, ring allreduce 64 ranks (cpu)':<48} {steps_s:9.0f} steps/s (target ≥ 500000)  {verdict}")
     if steps_s < 500_000 / 1.5:
         misses.append("verify rate")
+    print(calibration_line(), "(after)")
     if misses:
         print(f"missed by more than 50%: {', '.join(misses)}")
         return 1
