@@ -1,7 +1,7 @@
 # Cython declarations for ccxml/chunk.py (see setup.py): Chunk and Program as C structs, the
 # step issue and the per-rank access tables typed.
 cimport cython
-from ccxml.ir cimport GPU, Step, new_step
+from ccxml.ir cimport GPU, Step, new_step, pack_deps
 
 cdef class Program
 

@@ -31,7 +31,7 @@ There is no global "current program": every chunk knows its program.
 from __future__ import annotations
 
 from ccxml.collectives import Collective
-from ccxml.ir import Algo, IRError, Step, new_step
+from ccxml.ir import Algo, IRError, Step, new_step, pack_deps
 from ccxml.wire import (COPY, INPUT, LINK_CALLS, OUTPUT, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH,
                         SEND, Buffer, Coll, Proto, StepType, max_allowed_count)
 
@@ -382,7 +382,7 @@ class Program:
                 self._write(step, dst[1], dst_key, cnt, gpu)
         deps = self._deps
         if deps:
-            step._dep_pack = deps[0] if len(deps) == 1 else tuple(deps)     # see Step.dep_list
+            step._dep_pack = pack_deps(deps)
             del deps[:]
         self._pending[gpu].append(step)
         if not self._issued_on[gpu]:

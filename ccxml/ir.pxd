@@ -58,6 +58,7 @@ cpdef Step new_step(object type, int gpu, object src, object dst, int cnt, int s
 cdef _fill(Step st, object type, int gpu, object src, object dst, int cnt, int send_peer,
            int recv_peer, int chan, int original_index)
 cpdef tuple step_deps(Step step)
+cpdef Py_ssize_t dep_count(Step step) except -1
 @cython.locals(n=Py_ssize_t)
 cpdef object pack_deps(deps)
 @cython.locals(src=tuple, dst=tuple, n=Py_ssize_t)

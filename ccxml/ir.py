@@ -162,6 +162,16 @@ def step_deps(step: Step) -> tuple[Step, ...]:
     return (d,)
 
 
+def dep_count(step: Step) -> int:
+    """``len(step.dep_list)`` without making the tuple."""
+    d = step._dep_pack
+    if d is None:
+        return 0
+    if type(d) is tuple:
+        return len(d)
+    return 1
+
+
 def pack_deps(deps) -> Step | tuple[Step, ...] | None:
     """What a step stores for the dependencies ``deps`` (a sequence of steps)."""
     n = len(deps)

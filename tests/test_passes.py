@@ -5,7 +5,7 @@ import pytest
 from lxml import etree
 
 from ccxml.chunk import Program
-from ccxml.ir import GPU, TB, IRError, Step
+from ccxml.ir import GPU, TB, IRError, Step, dep_count
 from ccxml.passes import LimitError, compile_algo
 from ccxml.wire import Buffer, Coll, StepType
 
@@ -40,8 +40,11 @@ def test_dependencies_read_back_as_a_tuple_however_they_are_stored():
     assert a.dep_list == ()
     a.dep_list = [c, b]
     assert a.dep_list == (c, b)
+    assert dep_count(a) == 2 and dep_count(b) == 0
+    a.dep_list = [b]
+    assert a.dep_list == (b,) and dep_count(a) == 1
     a.dep_list = ()
-    assert a.dep_list == ()
+    assert a.dep_list == () and dep_count(a) == 0
 
 
 def test_channel_conflict_is_detected():

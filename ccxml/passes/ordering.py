@@ -32,7 +32,7 @@ import heapq
 from array import array
 
 from ccxml._native import is_compiled
-from ccxml.ir import TB, Algo, step_deps
+from ccxml.ir import TB, Algo, dep_count, step_deps
 
 # True when this module runs compiled (see ccxml._native): the ready heap is then a flat array
 _COMPILED = is_compiled(__file__)
@@ -89,9 +89,7 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
                 top = st.send_index
             if st.recv_index > top:
                 top = st.recv_index
-            packed = st._dep_pack       # see Step.dep_list
-            if packed is not None:
-                nwaits += len(packed) if type(packed) is tuple else 1
+            nwaits += dep_count(st)
             if st.recv_from is not None:
                 nwaits += 1
     start[nt] = n

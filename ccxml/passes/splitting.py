@@ -23,7 +23,7 @@ from itertools import compress
 from operator import ne
 
 from ccxml._native import is_compiled
-from ccxml.ir import GPU, TB, Algo, Step, pack_deps, step_deps
+from ccxml.ir import GPU, TB, Algo, Step, dep_count, pack_deps, step_deps
 from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
                         RECV_REDUCE_SEND, SEND, Profile, StepType)
 
@@ -34,7 +34,7 @@ class LimitError(ValueError):
 
 def nop_cost(step: Step) -> int:
     """``nop``s the dependency build will put in front of ``step`` (an upper bound)."""
-    if type(step._dep_pack) is not tuple:      # fewer than two (see Step.dep_list)
+    if dep_count(step) < 2:
         return 0
     tb = step.tb
     own = tb.origin if tb is not None else None
@@ -122,7 +122,7 @@ def _all_fit(gpus: list[GPU], tbs: list[TB], limit: int) -> bool:
             for tb in gpu.tbs:
                 used = len(tb.steps)
                 for st in tb.steps:
-                    if type(st._dep_pack) is tuple:    # two or more
+                    if dep_count(st) > 1:
                         used += nop_cost(st)
                 if used > limit:
                     return False
@@ -153,7 +153,7 @@ def _index_steps(tbs: list[TB], shared, halves, spart, rpart, tb_of, base, cost)
                 p = to._s
                 spart[g] = p
                 rpart[p] = g
-            if many and type(st._dep_pack) is tuple:    # two dependencies or more
+            if many and dep_count(st) > 1:
                 c = nop_cost(st)
                 if c:
                     cost[g] += c

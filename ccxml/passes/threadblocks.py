@@ -14,9 +14,7 @@ Guarantees, per GPU and channel:
 """
 from __future__ import annotations
 
-from operator import attrgetter
-
-from ccxml.ir import GPU, TB, Algo, Step, step_deps
+from ccxml.ir import GPU, TB, Algo, Step, dep_count, step_deps
 
 
 def assign_threadblocks(algo: Algo) -> None:
@@ -144,7 +142,7 @@ def _place_local_steps(gpu: GPU, steps: list[Step]) -> None:
 def _first_consumers(steps: list[Step]) -> dict[Step, TB]:
     """For each local step (no TB yet), the TB of the first communicating step depending on it."""
     out: dict[Step, TB] = {}
-    for st in filter(attrgetter("_dep_pack"), steps):      # the steps with dependencies
+    for st in filter(dep_count, steps):                    # the steps with dependencies
         tb = st.tb
         if tb is None:
             continue
