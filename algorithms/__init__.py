@@ -8,8 +8,8 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from ccxml.algorithm import AlgorithmError, Options
-from ccxml.wire import Coll
+from ccxml.frontend.algorithm import AlgorithmError, Options
+from ccxml.vocab.wire import Coll
 
 #: CLI name -> module name in this package, in the order ``ccxml list`` shows them
 REGISTRY = {

@@ -16,7 +16,7 @@ formulas):
   together) and copy their own block to the output at the end; AllGather and Broadcast work in
   the output after the local copy of the rank's own data (§0.2).
 * HCCL runs a rank's steps one after another on one stream; MSCCL runs a rank's thread blocks in
-  parallel, so each table step ends with :meth:`ccxml.chunk.Program.next_round`, which makes a
+  parallel, so each table step ends with :meth:`ccxml.frontend.chunk.Program.next_round`, which makes a
   rank's transfers of step k+1 wait for its transfers of step k (a rank idle in a step goes on,
   as in HCCL, which has no global barrier).
 """
@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ccxml.algorithm import Options, check_ranks, check_root, program
-from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Buffer, Coll
 
 #: (rank, logical block, channel) -> (buffer, chunk index) of that rank's copy of the block
 Where = Callable[[int, int, int], tuple[Buffer, int]]

@@ -26,9 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ccxml.algorithm import AlgorithmError, program
-from ccxml.chunk import Chunk, Program
-from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer, Coll
+from ccxml.frontend.algorithm import program
+from ccxml.frontend.chunk import Chunk, Program
+from ccxml.vocab.errors import AlgorithmError
+from ccxml.vocab.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, Buffer, Coll
 
 Data = tuple[Chunk, ...]
 Transfer = tuple[int, int, Sequence[int]]     # (from position, to position, blocks)
@@ -311,7 +312,7 @@ def run_reduce(members: Sequence[int], table: Table, lanes: Lanes, *, src: Loc, 
     owner = owner or (lambda j: j)
     last: dict[tuple[int, int], tuple[int, int]] = {}
     for si, step in enumerate(table):
-        for ti, (a, b, blocks) in enumerate(step):
+        for ti, (_, b, blocks) in enumerate(step):
             for j in blocks:
                 last[(b, j)] = (si, ti)
     cur: dict[tuple[int, int], Data] = {}
@@ -325,7 +326,7 @@ def run_reduce(members: Sequence[int], table: Table, lanes: Lanes, *, src: Loc, 
         chans = dirs.place(members, step)
         sources = [[value(a, j) for j in blocks] for a, _, blocks in step]
         plans = []
-        for ti, (a, b, blocks) in enumerate(step):
+        for ti, (_, b, blocks) in enumerate(step):
             chan = chans[ti]
             plan: list[Op] = []
             for j, s in zip(blocks, sources[ti]):

@@ -35,10 +35,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ccxml.algorithm import AlgorithmError, Options, program
 from ccxml.algorithms import _phases as ph
-from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.frontend.algorithm import Options, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.errors import AlgorithmError
+from ccxml.vocab.wire import Buffer, Coll
 
 
 @dataclass(frozen=True)
@@ -223,5 +224,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("ahc")

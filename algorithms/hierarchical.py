@@ -24,10 +24,10 @@ all-reduce 2(S−1)α₁ + 2(S−1)/S·nβ₁ + (S−1)/S·nγ; broadcast (M−1
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options
 from ccxml.algorithms import _phases as ph
-from ccxml.chunk import Program
-from ccxml.wire import Coll
+from ccxml.frontend.algorithm import Options
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Coll
 
 #: how a server reduces to (and broadcasts from) its leader
 INTRA = ("star", "ring")
@@ -56,5 +56,5 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
 COLLECTIVES = {Coll.ALLREDUCE: allreduce}
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("hierarchical")

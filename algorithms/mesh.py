@@ -35,10 +35,11 @@ one-shot AR α + nβ + (p−1)nγ; A2A(V) α + β·max_j n_{r,j}.
 """
 from __future__ import annotations
 
-from ccxml.algorithm import AlgorithmError, Options, check_ranks, check_root, program
-from ccxml.chunk import Program
-from ccxml.collectives import alltoallv_offsets
-from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, PROFILES, Coll
+from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.collectives import alltoallv_offsets
+from ccxml.vocab.errors import AlgorithmError
+from ccxml.vocab.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, PROFILES, Coll
 
 #: pair distances sharing one channel: two peers per distance, so at most 32 TBs per direction
 DISTANCES_PER_CHANNEL = min(pr.max_tbs_per_chan_dir for pr in PROFILES.values()) // 2
@@ -344,5 +345,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("mesh")

@@ -84,5 +84,5 @@ COLLECTIVES = _blocks.collectives(RULES)
 allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("nb")

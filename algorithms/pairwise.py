@@ -22,10 +22,10 @@ Cost (HCCL doc, n_ij = bytes i sends to j): (p−1)α + β·Σ_{k=1..p−1} max_
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, check_ranks, program
 from ccxml.algorithms.mesh import Exchange, alltoallv_chunks, check_counts, peer_channel, pieces
-from ccxml.chunk import Program
-from ccxml.wire import Coll
+from ccxml.frontend.algorithm import Options, check_ranks, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Coll
 
 
 def alltoall(p: int, *, options: Options = Options()) -> Program:
@@ -75,5 +75,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("pairwise")

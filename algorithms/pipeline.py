@@ -29,10 +29,10 @@ Cost (HCCL doc; s = total bytes, p = S·M): RS = AG = max(s/p·β₁ + α₁, s/
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, program
 from ccxml.algorithms import _phases as ph
-from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.frontend.algorithm import Options, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Buffer, Coll
 
 
 def _setup(coll: Coll, p: int, topology, options: Options, units: int) -> tuple[Program, int, int]:
@@ -234,5 +234,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("pipeline")

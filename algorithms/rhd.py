@@ -56,9 +56,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ccxml.algorithm import Options, check_ranks, check_root, program
-from ccxml.chunk import Program
-from ccxml.wire import Buffer, Coll
+from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Buffer, Coll
 
 Ref = tuple[Buffer, int]          # (buffer, chunk index) as the Chunk API names it
 
@@ -355,5 +355,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("rhd")

@@ -20,9 +20,9 @@ BC (pipelined, p chunks) (2p−2)(α + nβ/p).
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, check_ranks, check_root, program
-from ccxml.chunk import Program
-from ccxml.wire import Coll
+from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Coll
 
 
 def _reduce_scatter_steps(prog: Program, p: int, k_: int, final) -> None:
@@ -152,5 +152,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("ring")

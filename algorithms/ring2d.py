@@ -22,10 +22,10 @@ Cost (n bytes, level 0 = intra, level 1 = inter): 2(M−1)α₀ + 2(M−1)/M·n�
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options
 from ccxml.algorithms import _phases as ph
-from ccxml.chunk import Program
-from ccxml.wire import Coll
+from ccxml.frontend.algorithm import Options
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Coll
 
 INTRA = ("allreduce", "reduce")
 
@@ -59,5 +59,5 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
 COLLECTIVES = {Coll.ALLREDUCE: allreduce}
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("2d-ring")

@@ -19,10 +19,10 @@ Cost (HCCL doc, n = bytes between root and each rank; root-side serialization ig
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options, check_ranks, check_root, program
 from ccxml.algorithms.mesh import accumulate, peer_channel, peers, root_gather, root_scatter, slot
-from ccxml.chunk import Program
-from ccxml.wire import Coll
+from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Coll
 
 
 def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
@@ -67,5 +67,5 @@ COLLECTIVES = {
 }
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("star")

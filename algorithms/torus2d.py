@@ -20,10 +20,10 @@ RS (M−1)α₀ + (M−1)/M·n(β₀+γ)  +  AR 2(S−1)α₁ + 2(S−1)/(S·M)�
 """
 from __future__ import annotations
 
-from ccxml.algorithm import Options
 from ccxml.algorithms import _phases as ph
-from ccxml.chunk import Program
-from ccxml.wire import Coll
+from ccxml.frontend.algorithm import Options
+from ccxml.frontend.chunk import Program
+from ccxml.vocab.wire import Coll
 
 
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
@@ -49,5 +49,5 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
 COLLECTIVES = {Coll.ALLREDUCE: allreduce}
 
 if __name__ == "__main__":
-    from ccxml.algorithm import run_script
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
     run_script("2d-torus")

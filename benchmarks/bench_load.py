@@ -9,18 +9,17 @@ rejects its TB length, but the parse cost is what is measured here).
 from __future__ import annotations
 
 import argparse
+import os as _os
 import sys
+import sys as _sys
 import tempfile
 import time
 from pathlib import Path
 
-import os as _os
-import sys as _sys
-
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
-from ccxml.loadcheck import check
-from ccxml.xmlload import load
+from ccxml.loader.reader import load
+from ccxml.loader.rules import check
 
 
 def ring_allreduce_xml(n: int, nch: int) -> str:

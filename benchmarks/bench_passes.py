@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import argparse
 import gc
-import time
-
 import os as _os
 import sys as _sys
+import time
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
-from ccxml.algorithm import Options
 from ccxml.algorithms import build
-from ccxml.export import to_xml
+from ccxml.frontend.algorithm import Options
 from ccxml.passes import pipeline
-from ccxml.wire import profile
+from ccxml.vocab.wire import profile
+from ccxml.writer.msccl import to_xml
 
 
 def main() -> None:
@@ -51,8 +50,8 @@ def main() -> None:
         algo = prog.algo
         issued = sum(len(g.pending) for g in algo.gpus)
         for name, run in pipeline(prof):
-            timed(name, lambda: run(algo))
-        timed("writer", lambda: to_xml(algo, args.target))
+            timed(name, lambda: run(algo))  # noqa: F821 - run at once, before the del below
+        timed("writer", lambda: to_xml(algo, args.target))  # noqa: F821
         del prog, algo
         gc.collect()
     print(f"{args.algorithm} {args.coll}, {args.ranks} ranks, target {args.target}: "

@@ -10,17 +10,16 @@ about linearly with the step count.
 from __future__ import annotations
 
 import os
+import os as _os
+import sys as _sys
 import time
 from pathlib import Path
 
-import os as _os
-import sys as _sys
-
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
-from ccxml.commands_simulate import algorithm_schedule
+from ccxml.cli.simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule
-from ccxml.topology import Topology
+from ccxml.topology.model import Topology
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "xml-corpus"
 TOPO = Topology.flat(1e-6, 1e-11, 1e-12)
@@ -42,7 +41,7 @@ def main() -> None:
         sched = algorithm_schedule("ring", "allreduce", p, target="legacy", channels=ch)
         bench(f"ring allreduce p={p} channels={ch}", sched)
     if CORPUS.is_dir():
-        from ccxml.xmlload import load
+        from ccxml.loader.reader import load
         files = sorted(CORPUS.glob("*/*.xml"), key=lambda f: -f.stat().st_size)[:3]
         for f in files:
             bench(os.path.relpath(f, CORPUS), load(f))

@@ -8,7 +8,7 @@ verified in <= 2 s including parsing. For each file it prints the parse time, th
 and for parse + verify, as CPU time of this process (what one core delivers, whatever else the
 machine runs) and as wall time. A calibration line times a plain Python loop so that figures from
 a loaded or slow machine can be compared with a typical one. Like ``ccxml verify``, the benchmark
-keeps freed memory for reuse (:func:`ccxml.cli.keep_freed_memory`);
+keeps freed memory for reuse (:func:`ccxml.cli.app.keep_freed_memory`);
 ``--default-malloc`` measures without that.
 
 The ring AllReduce is ccxml's own (``ccxml.algorithms.ring.allreduce(p).to_xml("legacy")``,
@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import os as _os
+import sys as _sys
 import tempfile
 import time
 from pathlib import Path
 
-import os as _os
-import sys as _sys
-
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
 from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
-from ccxml import xmlload
+
 from ccxml.interpreter import verify
+from ccxml.loader import reader as xmlload
 
 CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "xml-corpus"
 TARGET_RATE = 500_000
@@ -123,7 +123,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per file; the fastest is shown")
     args = ap.parse_args()
     if not args.default_malloc:
-        from ccxml.cli import keep_freed_memory
+        from ccxml.cli.app import keep_freed_memory
         tuned = keep_freed_memory()
         print("allocator: freed memory kept for reuse, as `ccxml verify` does" if tuned else
               "allocator: default (not glibc)")

@@ -14,18 +14,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
-import time
-
 import os as _os
 import sys as _sys
+import time
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
 from ccxml.algorithms import build
-from ccxml.commands_simulate import algorithm_schedule
+from ccxml.cli.simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule
 from ccxml.simulator.formulas import FORMULAS
-from ccxml.topology import Topology
+from ccxml.topology.model import Topology
 
 
 def main() -> None:

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-
 import os as _os
 import sys as _sys
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
 from ccxml.algorithms import REGISTRY, get
-from ccxml.commands_generate import generate_text
-from ccxml.topology import Topology
+from ccxml.cli.generate import generate_text
+from ccxml.topology.model import Topology
 
 FLAT = ("ring", "mesh", "rhd", "pairwise", "star", "nhr", "nb")
 RANKS = (2, 3, 4, 5, 8, 13, 33)

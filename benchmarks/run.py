@@ -18,6 +18,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
+
 REPO = os.path.dirname(HERE)
 PY = sys.executable
 #: every case runs this checkout's ccxml (compiled in place by ``pip install -e .``, else pure)
@@ -25,7 +26,7 @@ ENV = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH
 
 RATE_SNIPPET = """
 import sys, time
-from ccxml import xmlload
+from ccxml.loader import reader as xmlload
 from ccxml.algorithms.ring import allreduce
 from ccxml.interpreter import verify
 text = allreduce(int(sys.argv[1])).to_xml(sys.argv[2])

@@ -1,4 +1,4 @@
 """``python -m ccxml`` runs the command line."""
-from ccxml.cli import run
+from ccxml.cli.app import run
 
 run()

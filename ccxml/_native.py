@@ -20,8 +20,8 @@ import sys
 
 #: modules setup.py compiles (the IR, the Chunk API, the passes and the writer)
 NATIVE_MODULES = (
-    "ccxml.ir",
-    "ccxml.chunk",
+    "ccxml.ir.nodes",
+    "ccxml.frontend.chunk",
     "ccxml.passes.threadblocks",
     "ccxml.passes.ordering",
     "ccxml.passes.fusion",
@@ -29,7 +29,7 @@ NATIVE_MODULES = (
     "ccxml.passes.dependencies",
     "ccxml.passes.numbering",
     "ccxml.passes.checks",
-    "ccxml.export",
+    "ccxml.writer.msccl",
 )
 
 #: the build's record, "module digest" per line, relative to the directory holding ``ccxml/``

@@ -1,6 +1,6 @@
 """The reference interpreter: prove an MSCCL XML schedule correct, or say exactly why not.
 
-``verify(source, ...)`` loads the file (or takes a :class:`~ccxml.schedule.Schedule`), runs the
+``verify(source, ...)`` loads the file (or takes a :class:`~ccxml.loader.model.Schedule`), runs the
 loader checks of the target runtime, then executes the schedule symbolically for each call form
 the file declares (in-place and/or out-of-place) and reports:
 
@@ -21,16 +21,16 @@ import gc
 import os
 import time
 
-from ccxml.collectives import Collective, CollectiveError
-from ccxml.findings import Finding
 from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, replay, run
 from ccxml.interpreter.levels import prove
-from ccxml.interpreter.table import lower_table, place_table
 from ccxml.interpreter.postcondition import check as check_postcondition
 from ccxml.interpreter.program import NotExecutable, lower, place
 from ccxml.interpreter.report import Report
-from ccxml.schedule import Schedule
-from ccxml.wire import Coll
+from ccxml.interpreter.table import lower_table, place_table
+from ccxml.loader.model import Schedule
+from ccxml.vocab.collectives import Collective, CollectiveError
+from ccxml.vocab.findings import Finding
+from ccxml.vocab.wire import Coll
 
 __all__ = ["verify", "Report", "SCHEDULE_CODES"]
 
@@ -44,7 +44,7 @@ _COLL_ALIASES = {"reduce_scatter": Coll.REDUCESCATTER}
 def _load(source) -> Schedule:
     if isinstance(source, Schedule):
         return source
-    from ccxml import xmlload
+    from ccxml.loader import reader as xmlload
     if isinstance(source, os.PathLike):
         return xmlload.load(os.fspath(source))
     if isinstance(source, bytes):
@@ -58,10 +58,10 @@ def _load(source) -> Schedule:
 
 def _loader_findings(schedule: Schedule, target: str) -> tuple[list[Finding], str | None]:
     try:
-        from ccxml import loadcheck
+        from ccxml.loader import rules as loadcheck
     except ImportError:          # the loader checks are optional for the interpreter
         return [], "loader checks unavailable"
-    from ccxml.wire import profile
+    from ccxml.vocab.wire import profile
     return list(loadcheck.check(schedule, profile(target))), None
 
 

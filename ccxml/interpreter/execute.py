@@ -39,9 +39,21 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ccxml.findings import Finding
-from ccxml.interpreter.program import (BUFFER_NAMES, K_CPY, K_RCS, K_RE, K_RECV, K_RRC, K_RRCS,
-                                       K_RRS, K_SEND, KIND_NAME, Program, dep_sources)
+from ccxml.interpreter.program import (
+    BUFFER_NAMES,
+    K_CPY,
+    K_RCS,
+    K_RE,
+    K_RECV,
+    K_RRC,
+    K_RRCS,
+    K_RRS,
+    K_SEND,
+    KIND_NAME,
+    Program,
+    dep_sources,
+)
+from ccxml.vocab.findings import Finding
 
 UNBOUNDED = 1 << 62
 

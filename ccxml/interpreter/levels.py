@@ -39,8 +39,20 @@ from bisect import bisect_right
 import numpy as np
 
 from ccxml.interpreter.execute import ExecResult, Values, input_ranges
-from ccxml.interpreter.program import (IS_READ, IS_WRITE, K_CPY, K_NONE, K_RCS, K_RE, K_RECV,
-                                       K_RRC, K_RRS, K_SEND, Program, dep_sources)
+from ccxml.interpreter.program import (
+    IS_READ,
+    IS_WRITE,
+    K_CPY,
+    K_NONE,
+    K_RCS,
+    K_RE,
+    K_RECV,
+    K_RRC,
+    K_RRS,
+    K_SEND,
+    Program,
+    dep_sources,
+)
 
 #: nodes a race proof may visit, per instruction of the program (then the exact engine runs)
 SEARCH_BUDGET_PER_NODE = 0.5

@@ -1,6 +1,6 @@
 """Compare the final symbolic memory with the collective's definition.
 
-Guarantee: for every (rank, output chunk) that :meth:`ccxml.collectives.Collective.expected`
+Guarantee: for every (rank, output chunk) that :meth:`ccxml.vocab.collectives.Collective.expected`
 defines, the chunk must hold exactly the expected contributions, each once. A mismatch yields one
 finding naming the rank, buffer, chunk, and the contributions expected and found:
 
@@ -11,7 +11,7 @@ finding naming the rank, buffer, chunk, and the contributions expected and found
 * ``missing-contribution`` — a strict subset of the expected contributions arrived.
 
 For the collectives whose definition is one index per output chunk, contributed by all ranks or
-by one (every :class:`~ccxml.wire.Coll` but alltoallv), the expected values of a rank's output
+by one (every :class:`~ccxml.vocab.wire.Coll` but alltoallv), the expected values of a rank's output
 are built as one list and compared with the memory in one go; the per-chunk walk over
 ``Collective.expected()`` (same order, same findings) runs only where they differ.
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccxml.findings import Finding
 from ccxml.interpreter.execute import ExecResult, _Reporter
 from ccxml.interpreter.program import Program
-from ccxml.wire import Coll
+from ccxml.vocab.findings import Finding
+from ccxml.vocab.wire import Coll
 
 
 def _rank_rows(coll, value_of):

@@ -1,4 +1,4 @@
-"""Lower a loaded :class:`~ccxml.schedule.Schedule` to the flat program the runtime executes.
+"""Lower a loaded :class:`~ccxml.loader.model.Schedule` to the flat program the runtime executes.
 
 This is the interpreter's front half. It decides, once and statically, everything the runtime's
 parser decides (msccl-runtime.md §3, §4, §8, §9):
@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import add, mul, sub
 
-from ccxml.collectives import Collective
-from ccxml.findings import Finding
-from ccxml.schedule import Schedule
-from ccxml.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, MAX_REDUCE_FUSION, Proto
+from ccxml.loader.model import Schedule
+from ccxml.vocab.collectives import Collective
+from ccxml.vocab.errors import NotExecutable
+from ccxml.vocab.findings import Finding
+from ccxml.vocab.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, MAX_REDUCE_FUSION, Proto
 
 # instruction kinds (ints for a fast dispatch in the execution loop)
 K_SEND, K_RECV, K_RCS, K_RRS, K_RRC, K_RRCS, K_CPY, K_RE = range(8)
@@ -57,10 +58,6 @@ LINK_OP = [int(IS_SEND[k]) + 2 * int(IS_RECV[k]) for k in range(K_NONE + 1)]
 BUFFER_NAMES = {"i": "input", "o": "output", "s": "scratch"}
 _KINDS = frozenset(KIND_OF)
 _BUFS = frozenset(BUFFER_NAMES)
-
-
-class NotExecutable(ValueError):
-    """The schedule cannot be run at all (unknown step type or buffer, no GPUs, ...)."""
 
 
 @dataclass(slots=True)

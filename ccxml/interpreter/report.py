@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ccxml.findings import Finding
+from ccxml.vocab.findings import Finding
 
 
 @dataclass

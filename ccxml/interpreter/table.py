@@ -2,7 +2,7 @@
 
 :func:`lower_table` and :func:`place_table` do what :func:`~ccxml.interpreter.program.lower`
 and :func:`~ccxml.interpreter.program.place` do, on numpy columns of the whole file
-(:meth:`~ccxml.schedule.Schedule.step_table`), for the schedules where that is simple: no
+(:meth:`~ccxml.loader.model.Schedule.step_table`), for the schedules where that is simple: no
 ``nop`` and no ``re`` (one instruction per step, the step counter is the position), every
 dependency names a step of an existing TB that publishes (``hasdep=1``), every link has one
 sending and one receiving TB with equal ``cnt`` sequences, every peer is another GPU, every
@@ -20,11 +20,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccxml.collectives import Collective
-from ccxml.interpreter.program import (IS_READ, IS_WRITE, LINK_OP, RECEIVES, SENDS, Link, Program,
-                                       TBProg, connect, layout_memory, link_capacity,
-                                       max_allowed_count)
-from ccxml.schedule import Schedule, StepTable
+from ccxml.interpreter.program import (
+    IS_READ,
+    IS_WRITE,
+    LINK_OP,
+    RECEIVES,
+    SENDS,
+    Link,
+    Program,
+    TBProg,
+    connect,
+    layout_memory,
+    link_capacity,
+    max_allowed_count,
+)
+from ccxml.loader.model import Schedule, StepTable
+from ccxml.vocab.collectives import Collective
 
 _NOP = StepTable.TYPES.index("nop")
 _RE = StepTable.TYPES.index("re")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 from typing import Callable
 
-from ccxml.ir import Algo
+from ccxml.ir.nodes import Algo
 from ccxml.passes.checks import LinkError, check_limits, check_links
 from ccxml.passes.dependencies import build_dependencies
 from ccxml.passes.fusion import fuse_receive_send
@@ -24,7 +24,7 @@ from ccxml.passes.numbering import number_steps
 from ccxml.passes.ordering import order_steps
 from ccxml.passes.splitting import LimitError, split_long_threadblocks
 from ccxml.passes.threadblocks import assign_threadblocks
-from ccxml.wire import Profile, StepType, profile
+from ccxml.vocab.wire import Profile, StepType, profile
 
 __all__ = ["LimitError", "LinkError", "assign_threadblocks", "build_dependencies", "check_limits",
            "check_links", "compile_algo", "fuse_receive_send", "lower_receive_reduce", "number_steps",

@@ -1,6 +1,6 @@
 # Cython declarations for ccxml/passes/checks.py (see setup.py): the walks over TBs and steps typed.
 cimport cython
-from ccxml.ir cimport GPU, TB, Step
+from ccxml.ir.nodes cimport GPU, TB, Step
 
 @cython.locals(n=Py_ssize_t, g=Py_ssize_t, s=Py_ssize_t, r=Py_ssize_t, chan=Py_ssize_t,
                sends=dict, recvs=dict, gpu=GPU, tb=TB, st=Step, sc=list, rc=list, t_sends=bint,

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ccxml.ir import Algo
-from ccxml.passes.splitting import LimitError
-from ccxml.wire import Profile
-
-
-class LinkError(ValueError):
-    """A link rule is broken (two TBs on one connection, one-sided link, cnt mismatch)."""
+from ccxml.ir.nodes import Algo
+from ccxml.vocab.errors import LimitError, LinkError
+from ccxml.vocab.wire import Profile
 
 
 def check_links(algo: Algo) -> None:

@@ -1,5 +1,5 @@
 cimport cython
-from ccxml.ir cimport Step, TB, GPU, step_deps
+from ccxml.ir.nodes cimport Step, TB, GPU, step_deps
 
 @cython.locals(tb=TB, st=Step, target=Step, i=Py_ssize_t, steps=list, out=list, deps=tuple,
                targets=list, reduces=Py_ssize_t, capped=list)

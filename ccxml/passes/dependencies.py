@@ -15,8 +15,8 @@ form. Guarantees:
 """
 from __future__ import annotations
 
-from ccxml.ir import GPU, TB, Algo, Step, step_deps
-from ccxml.wire import MAX_REDUCE_FUSION, REDUCE
+from ccxml.ir.nodes import GPU, TB, Algo, Step, step_deps
+from ccxml.vocab.wire import MAX_REDUCE_FUSION, REDUCE
 
 
 def build_dependencies(algo: Algo) -> None:

@@ -1,7 +1,7 @@
 # Cython declarations for ccxml/passes/fusion.py (see setup.py): the walk over a TB's steps
 # with Step/TB as C structs.
 cimport cython
-from ccxml.ir cimport Step, TB, GPU, step_deps, step_reads_chunk
+from ccxml.ir.nodes cimport Step, TB, GPU, step_deps, step_reads_chunk
 
 @cython.locals(tb=TB, r=Step, s=Step, steps=list, out=list, i=Py_ssize_t, n=Py_ssize_t)
 cpdef fuse_gpu(GPU gpu)

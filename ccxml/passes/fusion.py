@@ -18,9 +18,17 @@ receive keeps its index (the fused step takes the send's). The folded send is le
 """
 from __future__ import annotations
 
-from ccxml.ir import GPU, Algo, Step, step_deps, step_reads_chunk
-from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
-                        RECV_REDUCE_SEND, SCRATCH, SEND, StepType)
+from ccxml.ir.nodes import GPU, Algo, Step, step_deps, step_reads_chunk
+from ccxml.vocab.wire import (
+    RECV,
+    RECV_COPY_SEND,
+    RECV_REDUCE_COPY,
+    RECV_REDUCE_COPY_SEND,
+    RECV_REDUCE_SEND,
+    SCRATCH,
+    SEND,
+    StepType,
+)
 
 
 def fuse_receive_send(algo: Algo) -> None:

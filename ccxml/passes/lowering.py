@@ -12,8 +12,8 @@ Runs before fusion is skipped for such targets, so no ``rcs``/``rrs``/``rrcs`` e
 """
 from __future__ import annotations
 
-from ccxml.ir import Algo, Step
-from ccxml.wire import COPY, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH, Buffer
+from ccxml.ir.nodes import Algo, Step
+from ccxml.vocab.wire import COPY, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH, Buffer
 
 
 def lower_receive_reduce(algo: Algo) -> None:

@@ -1,5 +1,5 @@
 cimport cython
-from ccxml.ir cimport Step, TB, GPU
+from ccxml.ir.nodes cimport Step, TB, GPU
 
 @cython.locals(gpu=GPU, tb=TB, st=Step, dep=Step, s=Py_ssize_t, i=Py_ssize_t, tbs=list,
                targets=set, first=list, rest=list)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from ccxml.ir import Algo
+from ccxml.ir.nodes import Algo
 
 _TB_ORDER = attrgetter("send", "recv", "chan")
 _CHAN = attrgetter("chan")

@@ -1,5 +1,5 @@
 cimport cython
-from ccxml.ir cimport Step, TB, dep_count, step_deps
+from ccxml.ir.nodes cimport Step, TB, dep_count, step_deps
 
 cdef bint _COMPILED
 cdef int _SENDS, _RECEIVES, _HOLDABLE, _HELD, _FORCED, _AFTER_SEND, _AFTER_RECV

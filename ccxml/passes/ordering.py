@@ -32,7 +32,7 @@ import heapq
 from array import array
 
 from ccxml._native import is_compiled
-from ccxml.ir import TB, Algo, dep_count, step_deps
+from ccxml.ir.nodes import TB, Algo, dep_count, step_deps
 
 # True when this module runs compiled (see ccxml._native): the ready heap is then a flat array
 _COMPILED = is_compiled(__file__)
@@ -117,7 +117,7 @@ def _schedule(tbs: list[TB], whole: bool) -> None:
     ne = 0
     last_type = other_type = None
     last_kind = other_kind = 0          # _SENDS if the type sends | _RECEIVES if it receives
-    for t, tb in enumerate(tbs):
+    for t, tb in enumerate(tbs):  # noqa: B007 - t is a typed C local (ordering.pxd)
         after_send = after_recv = 0     # whether the TB had a send / a receive before the step
         both = tb.recv >= 0
         for st in tb.steps:

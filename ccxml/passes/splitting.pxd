@@ -1,7 +1,7 @@
 # Cython declarations for ccxml/passes/splitting.py (see setup.py): Step/TB as C structs, the
 # per-gid tables (array('q') / bytearray in the .py) as typed memoryviews.
 cimport cython
-from ccxml.ir cimport Step, TB, GPU, dep_count, pack_deps, step_deps
+from ccxml.ir.nodes cimport Step, TB, GPU, dep_count, pack_deps, step_deps
 
 @cython.locals(tb=TB, d=Step, dtb=TB, others=list)
 cpdef Py_ssize_t nop_cost(Step step) except -1

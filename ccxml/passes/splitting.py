@@ -23,13 +23,18 @@ from itertools import compress
 from operator import ne
 
 from ccxml._native import is_compiled
-from ccxml.ir import GPU, TB, Algo, Step, dep_count, pack_deps, step_deps
-from ccxml.wire import (RECV, RECV_COPY_SEND, RECV_REDUCE_COPY, RECV_REDUCE_COPY_SEND,
-                        RECV_REDUCE_SEND, SEND, Profile, StepType)
-
-
-class LimitError(ValueError):
-    """The schedule breaks a limit of the target runtime and cannot be fixed by construction."""
+from ccxml.ir.nodes import GPU, TB, Algo, Step, dep_count, pack_deps, step_deps
+from ccxml.vocab.errors import LimitError
+from ccxml.vocab.wire import (
+    RECV,
+    RECV_COPY_SEND,
+    RECV_REDUCE_COPY,
+    RECV_REDUCE_COPY_SEND,
+    RECV_REDUCE_SEND,
+    SEND,
+    Profile,
+    StepType,
+)
 
 
 def nop_cost(step: Step) -> int:

@@ -1,5 +1,5 @@
 cimport cython
-from ccxml.ir cimport Step, TB, GPU, dep_count, step_deps
+from ccxml.ir.nodes cimport Step, TB, GPU, dep_count, step_deps
 
 @cython.locals(st=Step, tb=TB, peer=Py_ssize_t, local_steps=bint, steps=list, chans=list,
                groups=dict, group=list, send_tb=dict, recv_tb=dict, peers=dict, chan=Py_ssize_t,

@@ -14,7 +14,7 @@ Guarantees, per GPU and channel:
 """
 from __future__ import annotations
 
-from ccxml.ir import GPU, TB, Algo, Step, dep_count, step_deps
+from ccxml.ir.nodes import GPU, TB, Algo, Step, dep_count, step_deps
 
 
 def assign_threadblocks(algo: Algo) -> None:

@@ -2,8 +2,8 @@
 
 Public API:
 
-* :func:`simulate` — one schedule (a :class:`~ccxml.schedule.Schedule`, a file path, or XML text)
-  at one message size on a :class:`~ccxml.topology.Topology` → :class:`SimResult`
+* :func:`simulate` — one schedule (a :class:`~ccxml.loader.model.Schedule`, a file path, or XML text)
+  at one message size on a :class:`~ccxml.topology.model.Topology` → :class:`SimResult`
   (time, algbw, busbw, critical path, per-rank and per-link busy time).
 * :func:`sweep` — the same over several sizes (an nccl-tests style table).
 * :func:`parse_size`, :func:`size_range`, :func:`busbw_factor`, :data:`DEFAULT_TOPOLOGY`.
@@ -15,11 +15,20 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from ccxml.schedule import Schedule
-from ccxml.simulator.engine import (BUSBW_FACTORS, LinkStats, PathStep, RankStats, SimResult,
-                                    SimulationError, busbw_factor, chunk_bytes, simulate_schedule)
-from ccxml.simulator.sizes import format_size, parse_size, size_range
-from ccxml.topology import Topology, TopologyError
+from ccxml.loader.model import Schedule
+from ccxml.simulator.engine import (
+    BUSBW_FACTORS,
+    LinkStats,
+    PathStep,
+    RankStats,
+    SimResult,
+    SimulationError,
+    busbw_factor,
+    chunk_bytes,
+    simulate_schedule,
+)
+from ccxml.topology.model import Topology, TopologyError
+from ccxml.vocab.sizes import format_size, parse_size, size_range
 
 #: used when neither a topology nor α/β/γ is given and the file records none:
 #: 1 µs per transfer, 100 GB/s links, reductions at 1 TB/s
@@ -43,7 +52,7 @@ def resolve_topology(schedule: Schedule | None = None, topology: Topology | str 
     if isinstance(topology, dict):
         return Topology.from_dict(topology)
     if topology is not None:
-        from ccxml.topology import load_topology
+        from ccxml.topology.model import load_topology
         return load_topology(topology)
     if flat_given:
         d = DEFAULT_TOPOLOGY.intra
@@ -68,9 +77,9 @@ def as_schedule(source: Schedule | str | os.PathLike) -> Schedule:
     if isinstance(source, Schedule):
         return source
     if isinstance(source, str) and source.lstrip().startswith("<"):
-        from ccxml.xmlload import loads
+        from ccxml.loader.reader import loads
         return loads(source)
-    from ccxml.xmlload import load
+    from ccxml.loader.reader import load
     return load(os.fspath(source))
 
 
@@ -81,7 +90,7 @@ def simulate(schedule: Schedule | str | os.PathLike, nbytes: float,
     """Simulate ``schedule`` moving ``nbytes`` bytes (nccl-tests' size of the collective).
 
     Raises :class:`SimulationError` for schedules that cannot run (deadlock, unmatched receive,
-    malformed steps) and :class:`~ccxml.topology.TopologyError` for a topology that does not fit.
+    malformed steps) and :class:`~ccxml.topology.model.TopologyError` for a topology that does not fit.
     """
     sched = as_schedule(schedule)
     topo = resolve_topology(sched, topology, alpha, beta, gamma)

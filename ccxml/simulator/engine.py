@@ -4,7 +4,7 @@ Model (the "Hockney" model HCCL's documents use, applied step by step to the act
 
 * **Links.** Every directed pair (sender, receiver) is one full-duplex link, independent of every
   other link; all channels between the same two ranks share it. A transfer of b bytes occupies
-  the link for ``alpha + b·beta`` of the link's level (:meth:`ccxml.topology.Topology.link`) and
+  the link for ``alpha + b·beta`` of the link's level (:meth:`ccxml.topology.model.Topology.link`) and
   its data arrive at the receiver when it ends. Transfers on one link are served one at a time in
   the order they are requested (ties: lowest (gpu, tb, step) first).
 * **Send/receive matching.** The k-th send-side step (``s rcs rrs rrcs``) of (a → b, chan c)
@@ -42,9 +42,10 @@ import heapq
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from ccxml.schedule import Schedule
-from ccxml.topology import INTER, INTRA, Topology
-from ccxml.wire import StepType
+from ccxml.loader.model import Schedule
+from ccxml.topology.model import INTER, INTRA, Topology
+from ccxml.vocab.errors import SimulationError
+from ccxml.vocab.wire import StepType
 
 #: collectives whose nccl-tests byte count is ngpus × the runtime's buffer (gather: the root's
 #: receive buffer; scatter: the root's send buffer)
@@ -62,10 +63,6 @@ BUSBW_FACTORS = {
     "broadcast": lambda p: 1.0,
     "reduce": lambda p: 1.0,
 }
-
-
-class SimulationError(ValueError):
-    """The schedule cannot be simulated (malformed step, unmatched receive, deadlock, ...)."""
 
 
 def busbw_factor(coll: str, p: int) -> float:

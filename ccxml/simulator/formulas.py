@@ -18,7 +18,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from ccxml.topology import LinkLevel
+from ccxml.topology.model import LinkLevel
 
 Formula = Callable[[int, float, float, float, float], float]   # (p, n, α, β, γ) -> seconds
 #: hierarchical formulas: (group sizes, n, intra level, inter level) -> seconds

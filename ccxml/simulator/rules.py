@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ccxml.topology import Topology
+from ccxml.topology.model import Topology
 
 #: at or below this many bytes a message counts as "small" (NHR's one-shot threshold, §7.2)
 SMALL_BYTES = 256 * 1024

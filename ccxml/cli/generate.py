@@ -1,0 +1,190 @@
+"""``ccxml generate`` and ``ccxml list``."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ccxml.vocab.wire import PROFILES, Coll, Proto
+
+COLL_NAMES = [c.value for c in Coll]
+
+# The choices each algorithm accepts (its builders validate them; tests/test_cli_generate.py
+# checks these texts against the modules, which are not imported here to keep start-up light).
+INTRA_HELP = ("Hierarchical algorithms: the algorithm inside a server/group. 2d-torus, 2d-mesh: "
+              "ring (default) | mesh; ahc: nhr (default) | nb | ring | mesh; hierarchical: star "
+              "(default) | ring; 2d-ring: allreduce (default) | reduce.")
+INTER_HELP = ("Hierarchical algorithms: the algorithm between servers/groups (2d-torus, 2d-mesh, "
+              "2d-ring, hierarchical, ahc): ring | nhr | nb | rhd. Default ring; ahc: ring for up "
+              "to 3 groups, else nhr.")
+VARIANT_HELP = "mesh allreduce: two-shot (default, reduce-scatter + all-gather) | one-shot."
+
+
+def _fail(message: str):
+    raise click.ClickException(message)
+
+
+def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec", root=None,
+                  counts=None, topology=None, merge_rcs: bool = True, intra: str | None = None,
+                  inter: str | None = None, variant: str | None = None, **options):
+    """Build and compile; returns the compiled Algo. Raises ValueError subclasses.
+
+    ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
+    validates them; an algorithm that takes none of them says so (AlgorithmError)."""
+    from ccxml.algorithms import build
+    from ccxml.frontend.algorithm import Options
+    prog = build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
+                 topology=topology, intra=intra, inter=inter, variant=variant)
+    return prog.compile(target, merge_rcs=merge_rcs)
+
+
+def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", **kwargs):
+    """:func:`generate_algo`, then export; returns (xml text, compiled Algo)."""
+    algo = generate_algo(algorithm, coll, ranks, target=target, **kwargs)
+    from ccxml.writer.msccl import to_xml
+    return to_xml(algo, target), algo
+
+
+def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
+    """(ranks, Topology or None) from the topology options; one clear line on a bad shape.
+
+    ccxml.topology.model (and pydantic) is imported only when a topology option is given."""
+    given = [name for name, v in (("--servers/--ranks-per-server", servers or ranks_per_server),
+                                  ("--groups", groups), ("--topology", topology_file)) if v]
+    if not given:
+        return ranks, None
+    if len(given) > 1:
+        _fail(f"give only one of {' and '.join(given)}")
+    from ccxml.topology.model import Topology, load_topology
+    from ccxml.vocab.errors import TopologyError
+    try:
+        if topology_file:
+            topo = load_topology(topology_file)
+        elif groups:
+            topo = Topology.from_groups(groups)
+        elif servers or ranks_per_server:
+            if not (servers and ranks_per_server):
+                known, k_name = (servers, "--servers") if servers else (ranks_per_server, "--ranks-per-server")
+                if ranks is None:
+                    _fail("give both --servers and --ranks-per-server (or --ranks)")
+                if known < 1 or ranks % known:
+                    _fail(f"--ranks {ranks} is not divisible by {k_name} {known}")
+                servers, ranks_per_server = (known, ranks // known) if servers else (ranks // known, known)
+            topo = Topology.uniform(servers, ranks_per_server)
+    except TopologyError as e:
+        _fail(str(e))
+    if topo.nranks is not None:
+        if ranks is None:
+            ranks = topo.nranks
+        elif ranks != topo.nranks:
+            _fail(f"--ranks {ranks} disagrees with the topology {topo.to_attrs()['topology']} "
+                  f"({topo.nranks} ranks)")
+    return ranks, topo
+
+
+@click.command("generate")
+@click.argument("algorithm")
+@click.option("--ranks", "-n", type=int, default=None, help="Number of ranks (GPUs).")
+@click.option("--coll", "-c", type=click.Choice(COLL_NAMES), default="allreduce", show_default=True)
+@click.option("--root", type=int, default=None, help="Root rank of broadcast/reduce/gather/scatter (default 0).")
+@click.option("--channels", type=int, default=1, show_default=True, help="Parallel instances, one channel each.")
+@click.option("--proto", type=click.Choice([p.value for p in Proto]), default="Simple", show_default=True)
+@click.option("--target", type=click.Choice(list(PROFILES)), default="exec", show_default=True,
+              help="Runtime whose limits the file must meet.")
+@click.option("--inplace/--outofplace", default=False, help="In-place or out-of-place call form.")
+@click.option("--min-bytes", type=int, default=0, show_default=True)
+@click.option("--max-bytes", type=int, default=0, show_default=True, help="0 = unlimited.")
+@click.option("--counts", type=click.Path(dir_okay=False), default=None,
+              help="alltoallv: CSV file with a PxP matrix of chunk counts.")
+@click.option("--no-fuse", is_flag=True, help="Do not fuse receive+send into rcs/rrs/rrcs.")
+@click.option("--verify", "do_verify", is_flag=True, help="Verify the written file with the interpreter.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("-o", "--output", default=None, help="Output path, or - for stdout (default out/<algo>_<coll>_<N>.xml).")
+@click.option("--servers", type=int, default=None, help="Hierarchical algorithms: number of servers.")
+@click.option("--ranks-per-server", type=int, default=None, help="Hierarchical algorithms: ranks per server.")
+@click.option("--groups", default=None, help="Hierarchical algorithms: group sizes, e.g. 2,3 or 4x8.")
+@click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
+              help="Hierarchical algorithms: topology file (JSON or TOML).")
+@click.option("--intra", default=None, metavar="ALG", help=INTRA_HELP)
+@click.option("--inter", default=None, metavar="ALG", help=INTER_HELP)
+@click.option("--variant", default=None, metavar="V", help=VARIANT_HELP)
+def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
+             counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
+             intra=None, inter=None, variant=None, quiet=False):
+    """Generate ALGORITHM's MSCCL XML for a collective."""
+    from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
+    ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file)
+    if ranks is None:
+        _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
+    matrix = None
+    if counts is not None:
+        from ccxml.vocab.collectives import parse_counts
+        try:
+            with open(counts, encoding="utf-8") as f:
+                matrix = parse_counts(f.read())
+        except OSError as e:
+            _fail(f"cannot read --counts {counts}: {e.strerror}")
+        except ValueError as e:
+            _fail(f"--counts {counts}: {e}")
+    if Coll(coll).rooted and root is None:
+        root = 0
+    where = ("stdout" if output == "-"
+             else output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml"))
+    try:
+        with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
+            algo = generate_algo(algorithm, coll, ranks, target=target, root=root, counts=matrix,
+                                 topology=topology, merge_rcs=not no_fuse, intra=intra, inter=inter,
+                                 variant=variant, channels=channels, proto=proto,
+                                 inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
+            from ccxml.writer.files import write_atomic
+            from ccxml.writer.msccl import to_xml, xml_parts
+            if output == "-":
+                source = to_xml(algo, target)   # kept for --verify
+                sys.stdout.write(source)
+            else:
+                # streamed to the file, a GPU at a time; --verify reads the file back
+                source = None
+                try:
+                    write_atomic(where, xml_parts(algo, target))
+                except OSError as e:
+                    _fail(f"cannot write {where}: {e.strerror}")
+            bar.update(1)
+    except ValueError as e:
+        _fail(str(e))
+    ntbs = sum(len(g.tbs) for g in algo.gpus)
+    nsteps = sum(len(tb.steps) for g in algo.gpus for tb in g.tbs)
+    window = f"{algo.minBytes}..{algo.maxBytes or 'unlimited'}"
+    click.echo(f"wrote {where}: {algorithm} {coll}, {ranks} ranks, {ntbs} TBs, {nsteps} steps, "
+               f"{algo.nchannels} channels, bytes {window}, target {target}",
+               err=output == "-")
+    if do_verify:
+        from ccxml.interpreter import verify as run_verify
+        with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
+            if source is None:  # the file just written, through a rename: mapped, not copied
+                from ccxml.loader.reader import load
+                try:
+                    source = load(where, mapped=True)
+                except ValueError as e:         # (its message starts with the path)
+                    click.echo(f"FAIL {e}", err=True)
+                    sys.exit(1)
+            report = run_verify(source, target=target, root=root, counts=matrix)
+            bar.update(1)
+        if not report.ok:
+            click.echo(f"FAIL {where}: {report.first_reason}", err=True)
+            sys.exit(1)
+        click.echo(f"PASS {where}", err=output == "-")
+
+
+@click.command("list")
+def list_algorithms():
+    """Show which collectives each algorithm supports."""
+    from ccxml.algorithms import available
+    mods = available()
+    short = {"allreduce": "AR", "allgather": "AG", "reducescatter": "RS", "alltoall": "A2A",
+             "alltoallv": "A2AV", "broadcast": "BC", "reduce": "RD", "gather": "GA", "scatter": "SC"}
+    width = max(len(n) for n in mods) + 2
+    click.echo(" " * width + " ".join(f"{short[c]:>4}" for c in COLL_NAMES))
+    for name, mod in mods.items():
+        marks = " ".join(f"{'x' if Coll(c) in mod.COLLECTIVES else '.':>4}" for c in COLL_NAMES)
+        click.echo(f"{name:<{width}}{marks}")

@@ -1,0 +1,390 @@
+"""``ccxml simulate`` and ``ccxml select``: α-β-γ cost of a schedule, and algorithm ranking.
+
+``simulate`` takes an MSCCL XML file or an algorithm name (generated in memory through the
+algorithm registry, :mod:`ccxml.algorithms`) and prints an nccl-tests style table; ``select``
+simulates every registered algorithm that supports a collective and ranks them, beside HCCL's rule
+of thumb (:mod:`ccxml.simulator.rules`).
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+
+import click
+
+from ccxml.vocab.wire import Coll
+
+COLL_NAMES = [c.value for c in Coll]
+
+
+# ---- building schedules -----------------------------------------------------------------------
+
+def _schedule_from_text(text: str):
+    """Parse XML text into a Schedule with the safe loader."""
+    from ccxml.loader.reader import loads
+    return loads(text)
+
+
+def _topology_kwargs(builder, topology) -> dict:
+    """The topology arguments ``builder`` accepts (by parameter name), from ``topology``."""
+    if topology is None or topology.groups is None:
+        return {}
+    params = inspect.signature(builder).parameters
+    if "topology" in params:
+        return {"topology": topology}
+    out = {}
+    if "groups" in params:
+        out["groups"] = list(topology.groups)
+    elif "servers" in params and "ranks_per_server" in params and topology.ranks_per_server:
+        out["servers"], out["ranks_per_server"] = topology.servers, topology.ranks_per_server
+    return out
+
+
+def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
+                       topology=None, target: str = "exec", **options):
+    """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule.
+
+    The topology is handed to builders that take one (``topology``, ``groups`` or
+    ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
+    runtime profile whose limits the compiler meets (it may split long thread blocks).
+    Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...).
+    """
+    from ccxml.algorithms import build, get
+    from ccxml.frontend.algorithm import Options
+    from ccxml.writer.msccl import to_xml
+    module = get(algorithm)
+    c = Coll(coll)
+    if c.rooted and root is None:
+        root = 0
+    builder = module.COLLECTIVES.get(c)
+    kwargs = _topology_kwargs(builder, topology) if builder is not None else {}
+    prog = build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs)
+    algo = prog.compile(target)
+    return _schedule_from_text(to_xml(algo, target))
+
+
+def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *,
+                        root: int | None = None, topology=None, target: str = "exec"):
+    """One schedule per size: the algorithm built for a window ending at that size (messages as
+    large as the runtime moves at that size, §6), as ``ccxml tune`` builds them. Sizes that give
+    the same primitive-call size share one schedule."""
+    from ccxml.vocab.wire import max_allowed_count
+    top = max(sizes)
+    first = algorithm_schedule(algorithm, coll, ranks, root=root, topology=topology,
+                               target=target, max_bytes=top)
+    built = {max_allowed_count(first.proto, top, first.nchunksperloop): first}
+    out = []
+    for n in sizes:
+        allowed = max_allowed_count(first.proto, n, first.nchunksperloop)
+        if allowed not in built:
+            built[allowed] = algorithm_schedule(algorithm, coll, ranks, root=root,
+                                                topology=topology, target=target, max_bytes=n)
+        out.append(built[allowed])
+    return out
+
+
+def _fail(message: str):
+    raise click.ClickException(message)
+
+
+def _topology(topology_file, alpha, beta, gamma, schedule=None):
+    from ccxml.simulator import resolve_topology
+    from ccxml.vocab.errors import TopologyError
+    if topology_file is not None and any(x is not None for x in (alpha, beta, gamma)):
+        raise click.UsageError("give either --topology or --alpha/--beta/--gamma, not both")
+    try:
+        return resolve_topology(schedule, topology_file, alpha, beta, gamma)
+    except TopologyError as e:
+        _fail(str(e))
+
+
+def _sizes(nbytes, minbytes, maxbytes, factor) -> list[int]:
+    from ccxml.vocab.errors import SizeError
+    from ccxml.vocab.sizes import parse_size, size_range
+    try:
+        if nbytes is not None:
+            if minbytes is not None or maxbytes is not None:
+                raise click.UsageError("give either --bytes or -b/-e, not both")
+            return [parse_size(nbytes)]
+        lo = parse_size(minbytes) if minbytes is not None else None
+        hi = parse_size(maxbytes) if maxbytes is not None else None
+        if lo is None:
+            lo = min(1 << 10, hi) if hi is not None else 1 << 10
+        if hi is None:
+            hi = max(1 << 30, lo)
+        return size_range(lo, hi, factor)
+    except SizeError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _fmt_us(t: float) -> str:
+    return f"{t * 1e6:.2f}"
+
+
+def _window_warning(schedule, sizes) -> str | None:
+    lo, hi = schedule.min_bytes or 0, schedule.max_bytes or 0
+    outside = [n for n in sizes if n < lo or (hi and n > hi)]
+    if not outside:
+        return None
+    return (f"{len(outside)} of {len(sizes)} sizes are outside the file's minBytes..maxBytes "
+            f"window {lo}..{hi or 'unlimited'}; the runtime would not use this file for them")
+
+
+def _plot(path: str, label: str, rows, title: str) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        _fail("--plot needs matplotlib: pip install 'ccxml[plot]'")
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in ("png", "svg", "pdf"):
+        raise click.UsageError(f"--plot {path}: use a .png or .svg file name")
+    import tempfile
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.plot([r.nbytes for r in rows], [r.busbw / 1e9 for r in rows], marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".ccxml-", suffix="." + ext, dir=folder)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, format=ext)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    except OSError as e:
+        _fail(f"cannot write {path}: {e.strerror or e}")
+    finally:
+        plt.close(fig)
+
+
+# ---- ccxml simulate ---------------------------------------------------------------------------
+
+@click.command("simulate")
+@click.argument("target")
+@click.option("--ranks", "-n", type=int, default=None, help="Ranks (required for an ALGO).")
+@click.option("--coll", "-c", type=click.Choice(COLL_NAMES), default=None,
+              help="Collective (required for an ALGO).")
+@click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
+@click.option("--bytes", "nbytes", default=None, help="One message size, e.g. 8M.")
+@click.option("-b", "--minbytes", default=None, help="Sweep start (default 1K).")
+@click.option("-e", "--maxbytes", default=None, help="Sweep end (default 1G).")
+@click.option("-f", "--stepfactor", type=float, default=2.0, show_default=True,
+              help="Sweep multiplication factor.")
+@click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
+              help="Topology file (JSON or TOML).")
+@click.option("--alpha", type=float, default=None, help="Flat latency per transfer, s.")
+@click.option("--beta", type=float, default=None, help="Flat time per byte, s/B.")
+@click.option("--gamma", type=float, default=None, help="Flat reduction time per byte, s/B.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--plot", default=None, help="Write busbw vs size to OUT.png or OUT.svg.")
+def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, topology_file,
+             alpha, beta, gamma, as_json, plot):
+    """Estimate how long TARGET (an MSCCL XML file or an algorithm name) takes.
+
+    The α-β-γ model: every link is independent and full duplex, a transfer of b bytes costs
+    α + b·β, a reduction b·γ. Sizes are nccl-tests' (allreduce: buffer; allgather: output;
+    reducescatter: input; alltoall: total). Without --topology/--alpha/--beta/--gamma the
+    topology recorded in the file is used, else 1 µs, 100 GB/s, 1 TB/s reduction.
+    """
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError, TopologyError
+    sizes = _sizes(nbytes, minbytes, maxbytes, stepfactor)
+    is_file = os.path.exists(target) or target.lower().endswith(".xml")
+    if is_file:
+        if not os.path.isfile(target):
+            _fail(f"no such file: {target}")
+        from ccxml.loader.reader import load
+        try:
+            schedule = load(target)
+        except (OSError, ValueError) as e:
+            _fail(str(e))
+        if ranks is not None and ranks != schedule.ngpus:
+            raise click.UsageError(f"--ranks {ranks} does not match the file's ngpus={schedule.ngpus}")
+        if coll is not None and coll != schedule.coll:
+            raise click.UsageError(f"--coll {coll} does not match the file's coll={schedule.coll}")
+        label = os.path.basename(target)
+        topo = _topology(topology_file, alpha, beta, gamma, schedule)
+    else:
+        if ranks is None or coll is None:
+            raise click.UsageError(f"{target!r} is not a file; to simulate an algorithm give "
+                                   f"--ranks and --coll (e.g. ccxml simulate ring --ranks 8 --coll allreduce)")
+        topo = _topology(topology_file, alpha, beta, gamma)
+        try:
+            schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo)
+        except ValueError as e:
+            _fail(str(e))
+        schedule = schedules[-1]
+        label = f"{target} {coll}"
+    try:
+        if is_file:
+            schedules = [schedule] * len(sizes)
+        results = [simulate_schedule(sch, n, topo) for sch, n in zip(schedules, sizes)]
+    except (SimulationError, TopologyError) as e:
+        _fail(f"{label}: {e}")
+    warnings = []
+    w = _window_warning(schedule, sizes) if is_file else None
+    if w:
+        warnings.append(w)
+    for msg in results[-1].warnings:
+        warnings.append(msg)
+    last = results[-1]
+    if as_json:
+        doc = {
+            "schedule": {"name": schedule.name, "source": target, "coll": schedule.coll,
+                         "ngpus": schedule.ngpus, "nchunksperloop": schedule.nchunksperloop,
+                         "proto": schedule.proto},
+            "topology": topo.to_dict(),
+            "rows": [{"bytes": r.nbytes, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,
+                      "busbw_GBps": r.busbw / 1e9} for r in results],
+            "at_bytes": last.nbytes,
+            "critical_path": [s.to_dict() for s in last.critical_path],
+            "link_busy": [ln.to_dict(last.time_s) for ln in last.links],
+            "ranks": [r.to_dict() for r in last.ranks],
+            "warnings": warnings,
+        }
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        _print_table(label, schedule, topo, results, warnings)
+    if plot:
+        _plot(plot, label, results, f"{label}, {schedule.ngpus} ranks ({topo.describe()})")
+
+
+def _print_table(label, schedule, topo, results, warnings) -> None:
+    from ccxml.vocab.sizes import format_size
+    out = [f"# ccxml simulate: {label}: {schedule.coll}, {schedule.ngpus} ranks, "
+           f"nchunksperloop {schedule.nchunksperloop}, {schedule.nsteps} steps",
+           f"# topology: {topo.describe()}",
+           "#",
+           f"# {'size':>12} {'time':>12} {'algbw':>9} {'busbw':>9}",
+           f"# {'(B)':>12} {'(us)':>12} {'(GB/s)':>9} {'(GB/s)':>9}"]
+    for r in results:
+        out.append(f"  {int(r.nbytes):>12} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
+                   f"{r.busbw / 1e9:>9.2f}")
+    last = results[-1]
+    path = last.critical_path
+    hops = " > ".join(f"r{s.gpu}/tb{s.tb}/{s.step}:{s.type}" for s in path[:8])
+    more = f" > ... ({len(path) - 8} more)" if len(path) > 8 else ""
+    out.append(f"# critical path at {format_size(last.nbytes)}: {len(path)} steps: {hops}{more}")
+    if last.links:
+        busiest = max(last.links, key=lambda ln: (ln.busy_s, -ln.src, -ln.dst))
+        share = busiest.busy_s / last.time_s * 100 if last.time_s > 0 else 0.0
+        out.append(f"# busiest link at {format_size(last.nbytes)}: {busiest.src}->{busiest.dst} "
+                   f"({busiest.level}), {busiest.transfers} transfers, busy {share:.1f}% of the time")
+    for w in warnings:
+        out.append(f"# note: {w}")
+    click.echo("\n".join(out))
+
+
+# ---- ccxml select -----------------------------------------------------------------------------
+
+def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None):
+    """Simulate every available algorithm supporting ``coll``, each built for a window ending
+    at ``nbytes`` (its messages as large as the runtime moves at that size).
+
+    Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
+    unavailable = [(name, reason)] for algorithms that cannot build this shape.
+    """
+    from ccxml.algorithms import available
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError
+    c = Coll(coll)
+    ranked, skipped = [], []
+    for name, module in available().items():
+        if c not in module.COLLECTIVES:
+            continue
+        try:
+            sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
+                                       max_bytes=int(nbytes))
+            ranked.append((name, simulate_schedule(sched, nbytes, topology)))
+        except (ValueError, SimulationError) as e:
+            skipped.append((name, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    ranked.sort(key=lambda x: (x[1].time_s, x[0]))
+    return ranked, skipped
+
+
+@click.command("select")
+@click.option("--ranks", "-n", type=int, required=True, help="Ranks.")
+@click.option("--coll", "-c", type=click.Choice(COLL_NAMES), required=True, help="Collective.")
+@click.option("--bytes", "nbytes", required=True, help="Message size, e.g. 8M.")
+@click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
+@click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
+              help="Topology file (JSON or TOML); flat 1 µs / 100 GB/s when absent.")
+@click.option("--alpha", type=float, default=None, help="Flat latency per transfer, s.")
+@click.option("--beta", type=float, default=None, help="Flat time per byte, s/B.")
+@click.option("--gamma", type=float, default=None, help="Flat reduction time per byte, s/B.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def select(ranks, coll, nbytes, root, topology_file, alpha, beta, gamma, as_json):
+    """Rank every algorithm that supports COLL by simulated time, beside HCCL's rule of thumb."""
+    from ccxml.simulator.rules import hccl_rule
+    from ccxml.vocab.errors import TopologyError
+    from ccxml.vocab.sizes import format_size
+    n = _sizes(nbytes, None, None, 2.0)[0]
+    topo = _topology(topology_file, alpha, beta, gamma)
+    try:
+        topo.check_ranks(ranks)
+    except TopologyError as e:
+        _fail(str(e))
+    if ranks < 2:
+        raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
+    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root)
+    advice = hccl_rule(coll, ranks, n, topo)
+    names = [name for name, _ in ranked]
+    rule_pick = next((a for a in advice.algorithms if a in names), None)
+    notes = []
+    if not ranked:
+        notes.append(f"no available algorithm can run {coll} on {ranks} ranks here")
+    elif rule_pick is None:
+        from ccxml.algorithms import available
+        present = [a for a in advice.algorithms if a in available()]
+        why = "cannot run this shape" if present else "is not in this build of ccxml"
+        notes.append(f"the rule's choice ({', '.join(advice.algorithms) or 'none'}) {why}")
+    elif rule_pick != names[0]:
+        best_t = ranked[0][1].time_s
+        t = dict(ranked)[rule_pick].time_s
+        notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
+                     f"{len(names)}, {t / best_t:.2f}x the best time) but the model prefers "
+                     f"{names[0]}; the model gives every pair of ranks its own full-duplex link, "
+                     f"which favours many-link algorithms more than real NICs do")
+    if as_json:
+        click.echo(json.dumps({
+            "coll": coll, "ranks": ranks, "bytes": n, "topology": topo.to_dict(),
+            "ranking": [{"algorithm": a, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,
+                         "busbw_GBps": r.busbw / 1e9} for a, r in ranked],
+            "unavailable": [{"algorithm": a, "reason": why} for a, why in skipped],
+            "rule": {"level": advice.level, "algorithms": list(advice.algorithms),
+                     "reason": advice.reason, "pick": rule_pick},
+            "notes": notes}, indent=1))
+        return
+    out = [f"# ccxml select: {coll}, {ranks} ranks, {format_size(n)} ({n} B)",
+           f"# topology: {topo.describe()}",
+           f"# HCCL rule ({advice.level}): {advice.reason} -> {', '.join(advice.algorithms) or '-'}",
+           "#",
+           f"# {'rank':>4}  {'algorithm':<14} {'time (us)':>12} {'algbw':>9} {'busbw':>9} {'vs best':>8}  rule"]
+    best = ranked[0][1].time_s if ranked else 0.0
+    for i, (name, r) in enumerate(ranked, 1):
+        mark = "<- rule" if name == rule_pick else ""
+        rel = r.time_s / best if best > 0 else 1.0
+        out.append(f"  {i:>4}  {name:<14} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
+                   f"{r.busbw / 1e9:>9.2f} {rel:>7.2f}x  {mark}".rstrip())
+    for name, why in skipped:
+        out.append(f"  {'-':>4}  {name:<14} n/a: {why}")
+    for note in notes:
+        out.append(f"# note: {note}")
+    click.echo("\n".join(out))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(simulate())

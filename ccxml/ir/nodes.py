@@ -1,0 +1,343 @@
+"""The IR: ``Algo → GPU → TB → Step``, mirroring the MSCCL XML hierarchy.
+
+The dataclasses mirror the wire format (``ccxml.vocab.wire`` enums carry the strings) but hold object
+references where the XML holds numbers: a step's dependencies are :class:`Step` references and its
+link partner is the matching :class:`Step` on the peer GPU. ``s``, ``depid``, ``deps`` and
+``hasdep`` are derived from those references when the schedule is exported
+(:func:`ccxml.passes.numbering.number_steps`), so no pass can leave a stale index behind.
+
+Steps are created by the Chunk API (:mod:`ccxml.frontend.chunk`) and placed into thread blocks by the
+passes (:mod:`ccxml.passes`). The IR is plain data: it imports nothing but the vocabulary, knows no
+XML attribute names and runs no pass (CI's import contracts hold it to that).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ccxml.vocab.errors import IRError
+from ccxml.vocab.wire import NOP, REDUCE, Buffer, Coll, Proto, StepType
+
+
+class Step:
+    """One ``<step>``.
+
+    ``src``/``dst`` are the *local* operands (buffer, chunk offset) the kernel reads and writes;
+    ``None`` where the type does not use that side. ``recv_from`` is the sending step this step's
+    receive is matched with, ``send_to`` the receiving step its send is matched with.
+    """
+
+    __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
+                 "recv_from", "send_to", "_dep_pack", "original_index", "send_index", "recv_index",
+                 "dep", "merged_into", "publish", "readers_after", "overwritten_by", "_s")
+
+    def __init__(self, type: StepType, gpu: int, src: tuple[Buffer, int] | None = None,
+                 dst: tuple[Buffer, int] | None = None, cnt: int = 1, send_peer: int = -1,
+                 recv_peer: int = -1, chan: int = 0, original_index: int = 0):
+        _fill(self, type, gpu, src, dst, cnt, send_peer, recv_peer, chan, original_index)
+
+    # ---- seed-design names --------------------------------------------------------------
+    @property
+    def peer_step(self) -> "Step | None":
+        """The matching step on the peer GPU (send side first)."""
+        return self.send_to or self.recv_from
+
+    @property
+    def s(self) -> int:
+        """Position in the TB, assigned at export time."""
+        return self._s
+
+    @property
+    def dep_list(self) -> tuple["Step", ...]:
+        """The same-GPU steps this one waits for, collected while the API is called. Stored
+        packed (most of millions of steps have exactly one, and a tuple of one is a separate
+        48-byte object that every pass would fetch): see :func:`step_deps`."""
+        return step_deps(self)
+
+    @dep_list.setter
+    def dep_list(self, deps) -> None:
+        self._dep_pack = pack_deps(deps)
+
+    @property
+    def depid(self) -> int:
+        return self.dep.tb.id if self.dep is not None else -1
+
+    @property
+    def deps(self) -> int:
+        return self.dep.s if self.dep is not None else -1
+
+    @property
+    def hasdep(self) -> int:
+        return 1 if self.publish else 0
+
+    def add_dep(self, other: "Step") -> None:
+        """Record that this step must run after ``other`` (same GPU only)."""
+        if other.gpu != self.gpu:
+            raise IRError(f"dependency across GPUs: step {self.describe()} cannot depend on "
+                          f"{other.describe()}; cross-GPU order comes only from send/recv")
+        if other is not self and other not in self.dep_list:
+            self.dep_list += (other,)
+
+    def resolved(self) -> "Step":
+        """The step that stands for this one after fusion."""
+        step = self
+        while step.merged_into is not None:
+            step = step.merged_into
+        return step
+
+    def remove_dep(self, other: "Step") -> None:
+        if other in self.dep_list:
+            self.dep_list = tuple(d for d in self.dep_list if d is not other)
+
+    def reads_chunk(self, buf: Buffer, c: int) -> bool:
+        """Whether the step reads chunk ``c`` of local buffer ``buf`` (its src, and for ``re``
+        also its dst)."""
+        return step_reads_chunk(self, buf, c)
+
+    def describe(self) -> str:
+        where = f"gpu {self.gpu}"
+        if self.tb is not None:
+            where += f" tb(send={self.tb.send},recv={self.tb.recv},chan={self.tb.chan})"
+        return f"#{self.original_index} {self.type.value} on {where}"
+
+    def __repr__(self) -> str:
+        return f"<Step {self.describe()} src={self.src} dst={self.dst} cnt={self.cnt}>"
+
+
+def new_step(type: StepType, gpu: int, src: tuple[Buffer, int] | None, dst: tuple[Buffer, int] | None,
+             cnt: int, send_peer: int, recv_peer: int, chan: int, original_index: int) -> Step:
+    """``Step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, original_index)`` without the
+    argument handling of a call to the class: the Chunk API makes millions of steps."""
+    st = Step.__new__(Step)
+    _fill(st, type, gpu, src, dst, cnt, send_peer, recv_peer, chan, original_index)
+    return st
+
+
+def _fill(st: Step, type: StepType, gpu: int, src, dst, cnt: int, send_peer: int, recv_peer: int,
+          chan: int, original_index: int) -> None:
+    """Set every field of a new step (:class:`Step`'s constructor and :func:`new_step`)."""
+    st.type = type
+    st.gpu = gpu
+    st.src = src
+    st.dst = dst
+    st.cnt = cnt
+    st.send_peer = send_peer
+    st.recv_peer = recv_peer
+    st.chan = chan
+    st.original_index = original_index
+    st.tb = None                # its TB, once the threadblocks pass has placed it
+    st.recv_from = None         # the matched sending step (see the class docstring)
+    st.send_to = None           # the matched receiving step
+    # the same-GPU steps this one waits for, collected while the API is called (see
+    # dep_list): None, the one step, or a tuple of two or more
+    st._dep_pack = None
+    st.send_index = -1
+    st.recv_index = -1
+    st.dep = None               # the one direct dependency after the build
+    st.merged_into = None       # set when fusion folds this step into another
+    st.publish = False          # hasdep: some step waits on it (or it must publish)
+    # recorded by the Chunk API for ``rrc`` steps, the only ones fusion asks whether their
+    # store is dead (None until there is one, a list from the second on; most have one):
+    # who read what this step wrote, and who overwrote it: (chunk index in the destination
+    # buffer, overwriting step)
+    st.readers_after = None
+    st.overwritten_by = None
+    st._s = -1
+
+
+def step_deps(step: Step) -> tuple[Step, ...]:
+    """``step.dep_list`` (a function, so that compiled passes call it directly): a one-step
+    tuple is made afresh, which costs less than fetching a stored one from memory."""
+    d = step._dep_pack
+    if d is None:
+        return ()
+    if type(d) is tuple:
+        return d
+    return (d,)
+
+
+def dep_count(step: Step) -> int:
+    """``len(step.dep_list)`` without making the tuple."""
+    d = step._dep_pack
+    if d is None:
+        return 0
+    if type(d) is tuple:
+        return len(d)
+    return 1
+
+
+def pack_deps(deps) -> Step | tuple[Step, ...] | None:
+    """What a step stores for the dependencies ``deps`` (a sequence of steps)."""
+    n = len(deps)
+    if n == 0:
+        return None
+    if n == 1:
+        return deps[0]
+    return tuple(deps)
+
+
+def step_reads_chunk(step: Step, buf: Buffer, c: int) -> bool:
+    """:meth:`Step.reads_chunk` (a function, so that compiled passes call it directly)."""
+    src, dst, t, n = step.src, step.dst, step.type, step.cnt
+    if src is not None and t.reads_src and src[0] is buf and src[1] <= c < src[1] + n:
+        return True
+    return t is REDUCE and dst is not None and dst[0] is buf and dst[1] <= c < dst[1] + n
+
+
+class TB:
+    """One ``<tb>``: a thread block with at most one send peer and one recv peer on one channel."""
+
+    __slots__ = ("id", "send", "recv", "chan", "steps", "send_count", "recv_count", "gpu",
+                 "origin", "segment")
+
+    def __init__(self, send: int, recv: int, chan: int, gpu: int = -1):
+        self.id = -1
+        self.send = send
+        self.recv = recv
+        self.chan = chan
+        self.steps: list[Step] = []
+        self.send_count = 0
+        self.recv_count = 0
+        self.gpu = gpu
+        self.origin: TB = self      # the TB this one was split from (itself if not split)
+        self.segment = 0            # which piece of ``origin`` it is
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return self.send, self.recv, self.chan
+
+    def add_step(self, step: Step) -> None:
+        """Append ``step``; number its send and receive within this TB's link sequences."""
+        if step.type.sends:
+            if step.send_peer != self.send:
+                raise IRError(f"{step.describe()} sends to {step.send_peer}, TB sends to {self.send}")
+            step.send_index = self.send_count
+            self.send_count += 1
+        if step.type.receives:
+            if step.recv_peer != self.recv:
+                raise IRError(f"{step.describe()} receives from {step.recv_peer}, TB from {self.recv}")
+            step.recv_index = self.recv_count
+            self.recv_count += 1
+        step.tb = self
+        self.steps.append(step)
+
+    def number_links(self) -> None:
+        """Number the TB's sends and receives in step order (``send_index`` / ``recv_index``, -1
+        where a step has none) and count them; for passes that rebuild ``steps`` wholesale."""
+        ns = nr = 0
+        last = None
+        sends = receives = False
+        for st in self.steps:
+            t = st.type
+            if t is not last:           # the flags are read again only when the type changes
+                last, sends, receives = t, t.sends, t.receives
+            if sends:
+                st.send_index, ns = ns, ns + 1
+            else:
+                st.send_index = -1
+            if receives:
+                st.recv_index, nr = nr, nr + 1
+            else:
+                st.recv_index = -1
+        self.send_count, self.recv_count = ns, nr
+
+    def nop(self, target: Step) -> Step:
+        """A new ``nop`` of this TB that waits on ``target`` (not inserted yet)."""
+        nop = Step(NOP, self.gpu, cnt=0, chan=self.chan)
+        nop.tb = self
+        nop.dep = target
+        target.publish = True
+        return nop
+
+    def insert_nop_step(self, position: int, dep_steps: list[Step]) -> list[Step]:
+        """Insert one ``nop`` per step of ``dep_steps`` before ``position``; return them."""
+        nops = [self.nop(target) for target in dep_steps]
+        self.steps[position:position] = nops
+        return nops
+
+    def __repr__(self) -> str:
+        return f"<TB id={self.id} send={self.send} recv={self.recv} chan={self.chan} steps={len(self.steps)}>"
+
+
+class GPU:
+    """One ``<gpu>``: its thread blocks and which (channel, peer) connections they use."""
+
+    __slots__ = ("id", "tbs", "channel_usage", "pending", "input_chunks", "output_chunks",
+                 "scratch_chunks", "_index")
+
+    def __init__(self, id: int, input_chunks: int = 0, output_chunks: int = 0):
+        self.id = id
+        self.tbs: list[TB] = []
+        # channel -> (send peers, recv peers) of its TBs, for the one-TB-per-connection rule
+        self.channel_usage: dict[int, tuple[set[int], set[int]]] = {}
+        self.pending: list[Step] = []     # steps the Chunk API issued, before TB assignment
+        self.input_chunks = input_chunks
+        self.output_chunks = output_chunks
+        self.scratch_chunks = 0
+        self._index: dict[tuple[int, int, int], TB] = {}
+
+    def add_tb(self, tb: TB) -> TB:
+        """Add ``tb``; reject a second TB on the same (channel, send peer) or (channel, recv peer)."""
+        send, recv, chan = tb.send, tb.recv, tb.chan
+        usage = self.channel_usage.get(chan)
+        if usage is None:
+            usage = self.channel_usage[chan] = (set(), set())
+        sends, recvs = usage
+        # the sets hold peers >= 0 only, so a TB without a send (recv) peer never matches
+        if send in sends or recv in recvs or send == self.id or recv == self.id:
+            self._reject(tb)
+        if send >= 0:
+            sends.add(send)
+        if recv >= 0:
+            recvs.add(recv)
+        tb.gpu = self.id
+        self.tbs.append(tb)
+        self._index[send, recv, chan] = tb
+        return tb
+
+    def _reject(self, tb: TB) -> None:
+        """Raise the IRError that keeps ``tb`` out (add_tb found one)."""
+        sends, recvs = self.channel_usage[tb.chan]
+        if tb.send in sends:
+            raise IRError(f"channel conflict on gpu {self.id}: two TBs send to {tb.send} on channel {tb.chan}")
+        if tb.recv in recvs:
+            raise IRError(f"channel conflict on gpu {self.id}: two TBs receive from {tb.recv} on channel {tb.chan}")
+        raise IRError(f"gpu {self.id}: a TB cannot send to or receive from its own GPU")
+
+    def remove_tbs(self) -> list[TB]:
+        """Take every TB off this GPU (their connections become free); return them."""
+        old = self.tbs
+        self.tbs, self.channel_usage, self._index = [], {}, {}
+        return old
+
+    def find_tb(self, send: int, recv: int, chan: int) -> TB | None:
+        return self._index.get((send, recv, chan))
+
+    def steps(self) -> Iterator[Step]:
+        for tb in self.tbs:
+            yield from tb.steps
+
+
+class Algo:
+    """One ``<algo>``: the whole schedule."""
+
+    def __init__(self, name: str, coll: Coll, ngpus: int, nchunksperloop: int, *,
+                 proto: Proto = Proto.SIMPLE, inplace: bool = False, min_bytes: int = 0,
+                 max_bytes: int = 0, root: int | None = None, nchannels: int = 1,
+                 extra_attrs: dict[str, str] | None = None):
+        self.name = name
+        self.coll = coll
+        self.ngpus = ngpus
+        self.nchunksperloop = nchunksperloop
+        self.proto = proto
+        self.inplace = 1 if inplace else 0
+        self.outofplace = 0 if inplace else 1
+        self.minBytes = min_bytes
+        self.maxBytes = max_bytes
+        self.root = root
+        self.nchannels = nchannels
+        self.extra_attrs = dict(extra_attrs or {})
+        self.gpus = [GPU(i) for i in range(ngpus)]
+
+    def steps(self) -> Iterator[Step]:
+        for gpu in self.gpus:
+            yield from gpu.steps()

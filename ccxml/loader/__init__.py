@@ -1,0 +1,13 @@
+"""The loader: MSCCL XML (anyone's) into a checked, immutable :class:`Schedule`.
+
+* :mod:`.reader` — the safe reader (:func:`load`, :func:`loads`).
+* :mod:`.model` — the loaded model (:class:`Schedule` and its GPUs, TBs and step tables).
+* :mod:`.rules` — what each runtime's loader accepts, as findings.
+"""
+from __future__ import annotations
+
+from ccxml.loader.model import Schedule
+from ccxml.loader.reader import load, loads
+from ccxml.vocab.errors import LoadError
+
+__all__ = ["LoadError", "Schedule", "load", "loads"]

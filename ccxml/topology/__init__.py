@@ -1,0 +1,22 @@
+"""Cluster topology (bottom layer): how ranks are grouped into servers, what each link costs.
+
+The model is :mod:`.model`; this package re-exports its public names.
+"""
+from __future__ import annotations
+
+from ccxml.topology.model import (
+                                  ATTR_GROUPS,
+                                  ATTR_LINKS,
+                                  INTER,
+                                  INTRA,
+                                  LEVELS,
+                                  LinkLevel,
+                                  Topology,
+                                  encode_groups,
+                                  load_topology,
+                                  parse_groups,
+)
+from ccxml.vocab.errors import TopologyError
+
+__all__ = ["ATTR_GROUPS", "ATTR_LINKS", "INTER", "INTRA", "LEVELS", "LinkLevel", "Topology",
+           "TopologyError", "encode_groups", "load_topology", "parse_groups"]

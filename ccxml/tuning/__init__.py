@@ -1,0 +1,18 @@
+"""Tuning: cut the size range into windows, pick the fastest verified algorithm for each, and
+write a directory the runtimes load as ``MSCCL_ALGO_DIR`` (the engine is :mod:`.engine`)."""
+from __future__ import annotations
+
+from ccxml.tuning.engine import (
+                                 DEFAULT_COLLS,
+                                 TUNABLE_COLLS,
+                                 TuneConfig,
+                                 TuneResult,
+                                 check_directory,
+                                 manifest,
+                                 tune,
+                                 write_algo_dir,
+)
+from ccxml.vocab.errors import TuneError
+
+__all__ = ["DEFAULT_COLLS", "TUNABLE_COLLS", "TuneConfig", "TuneError", "TuneResult",
+           "check_directory", "manifest", "tune", "write_algo_dir"]

@@ -1,0 +1,528 @@
+"""Tuning: a verified ``MSCCL_ALGO_DIR`` for one cluster, chosen by the cost model.
+
+For every requested collective and call form (out-of-place, in-place) :func:`tune`
+
+1. builds every available algorithm that supports the collective (or the ones named), for the
+   rank count and topology, with ``Simple`` (the simulator does not model LL/LL128, so it could
+   not tell the protocols apart);
+2. simulates each at sizes ``min, min·f, min·f², … max`` and, between two sampled sizes whose
+   winners differ, bisects on the byte count to find where the ranking changes
+   (:func:`plan_windows`); adjacent sizes with the same winner form one window;
+3. writes each window's file with ``minBytes``/``maxBytes`` set to the window (inclusive ends, as
+   the runtime compares them, msccl-runtime.md §7) and proves it with
+   :func:`ccxml.interpreter.verify` for the target. A candidate whose file fails is dropped for
+   this collective and form, reported, and the windows are planned again without it; a failing
+   file is never returned.
+
+:func:`write_algo_dir` installs the files into a directory that then holds nothing else (the
+runtime reads every file there and one bad file aborts its scan) and writes the manifest
+(:func:`manifest`) *beside* the directory, as ``<DIR>.manifest.json``. Same inputs give
+byte-identical files and manifest.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ccxml.topology.model import Topology
+from ccxml.vocab.errors import TuneError
+from ccxml.vocab.wire import Coll, Proto
+
+#: the collectives the runtime selects by message size (msccl-runtime.md §7); tuned by default
+DEFAULT_COLLS = ("allreduce", "allgather", "reducescatter", "alltoall")
+#: every collective tune accepts: the default ones plus the rooted ones the executor routes
+TUNABLE_COLLS = DEFAULT_COLLS + ("broadcast", "reduce")
+#: collectives whose runtime size multiplier is ngpus (msccl-runtime.md §6)
+_MULT_NGPUS = {"allgather", "reducescatter", "alltoall"}
+#: the call forms, as named in file names and in the manifest
+FORMS = {"outofplace": False, "inplace": True}
+#: at most this many ranking changes are searched for between two sampled sizes
+_MAX_SPLITS = 32
+
+MANIFEST_FORMAT = "ccxml-tune-manifest/1"
+PROTOCOL_NOTE = ("Simple for every file: the simulator models links as alpha + bytes*beta and does "
+                 "not model the LL/LL128 protocols, so it cannot rank them")
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """What to tune for. ``algorithms`` None = every available algorithm."""
+    ranks: int
+    topology: Topology
+    colls: tuple[str, ...] = DEFAULT_COLLS
+    target: str = "exec"
+    min_bytes: int = 1 << 10
+    max_bytes: int = 1 << 30          # 0 = the last window has no upper bound
+    factor: float = 2.0
+    algorithms: tuple[str, ...] | None = None
+    forms: tuple[str, ...] = ("outofplace", "inplace")
+    root: int = 0
+    channels: int = 1
+
+    def sample_sizes(self) -> list[int]:
+        """The sizes simulated: min·fᵏ up to max (0 → up to 1 GiB), plus max itself."""
+        from ccxml.vocab.sizes import size_range
+        lo = max(1, self.min_bytes)
+        hi = self.max_bytes if self.max_bytes else max(lo, 1 << 30)
+        sizes = size_range(lo, hi, self.factor)
+        if sizes[-1] != hi:
+            sizes.append(hi)
+        return sizes
+
+
+@dataclass
+class TunedFile:
+    """One verified file of the directory."""
+    name: str
+    coll: str
+    form: str
+    algorithm: str
+    min_bytes: int
+    max_bytes: int
+    text: str
+    nchunksperloop: int
+    nchannels: int
+    proto: str
+    verdict: dict
+    simulated: dict
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class TuneResult:
+    config: TuneConfig
+    files: list[TunedFile] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)      # candidates that cannot be built
+    rejected: list[dict] = field(default_factory=list)     # candidates whose file failed verify
+    notes: list[str] = field(default_factory=list)
+
+
+# ---- building -------------------------------------------------------------------------------
+
+def _topology_kwargs(builder, topology: Topology) -> dict:
+    """The topology arguments ``builder`` accepts, by parameter name (none for a flat topology)."""
+    if topology.groups is None:
+        return {}
+    params = inspect.signature(builder).parameters
+    if "topology" in params:
+        return {"topology": topology}
+    if "groups" in params:
+        return {"groups": list(topology.groups)}
+    if "servers" in params and "ranks_per_server" in params and topology.ranks_per_server:
+        return {"servers": topology.servers, "ranks_per_server": topology.ranks_per_server}
+    return {}
+
+
+def build_text(algorithm: str, coll: str, cfg: TuneConfig, inplace: bool, min_bytes: int = 0,
+               max_bytes: int = 0) -> str:
+    """``algorithm``'s ``coll`` as MSCCL XML for ``cfg``'s target. Raises ValueError subclasses."""
+    from ccxml.algorithms import build, get
+    from ccxml.frontend.algorithm import Options
+    from ccxml.writer.msccl import to_xml
+    c = Coll(coll)
+    builder = get(algorithm).COLLECTIVES.get(c)
+    kwargs = _topology_kwargs(builder, cfg.topology) if builder is not None else {}
+    opts = Options(channels=cfg.channels, proto=Proto.SIMPLE, inplace=inplace,
+                   min_bytes=min_bytes, max_bytes=max_bytes)
+    prog = build(algorithm, c, cfg.ranks, options=opts, root=cfg.root if c.rooted else None,
+                 **kwargs)
+    return to_xml(prog.compile(cfg.target), cfg.target)
+
+
+def candidates(coll: str, cfg: TuneConfig) -> list[str]:
+    """Names of the algorithms to try for ``coll``: those available now that support it."""
+    from ccxml.algorithms import available
+    mods = available()
+    names = list(cfg.algorithms) if cfg.algorithms is not None else list(mods)
+    return [n for n in names if n in mods and Coll(coll) in mods[n].COLLECTIVES]
+
+
+# ---- windows --------------------------------------------------------------------------------
+
+def plan_windows(best: Callable[[int], str], sizes: list[int]) -> list[tuple[int, str]]:
+    """Where the winner changes: ``[(first_size, winner), ...]`` in increasing size order.
+
+    ``best(n)`` names the winner at n bytes (deterministic). Every sampled size is asked; between
+    two consecutive samples with different winners the smallest size whose winner differs from
+    the lower sample's is found by bisection (repeatedly, for several changes in one gap). The
+    first entry starts at ``sizes[0]``; consecutive entries always have different winners.
+    """
+    if not sizes:
+        return []
+    out: list[tuple[int, str]] = [(sizes[0], best(sizes[0]))]
+    p, w = sizes[0], out[0][1]              # the winner is w from out[-1][0] through p
+    for b in sizes[1:]:
+        wb = best(b)
+        for _ in range(_MAX_SPLITS):
+            if w == wb:
+                break
+            lo, hi = p, b                   # best(lo) == w != best(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if best(mid) == w:
+                    lo = mid
+                else:
+                    hi = mid
+            p, w = hi, best(hi)
+            out.append((p, w))
+        if w != wb:                         # too many changes in one gap: settle at b
+            out.append((b, wb))
+        p, w = b, wb
+    return out
+
+
+def windows_from_plan(plan: list[tuple[int, str]], min_bytes: int, max_bytes: int) -> list[tuple[int, int, str]]:
+    """``(lo, hi, winner)`` windows from :func:`plan_windows`: inclusive, non-overlapping, the
+    first starting at ``min_bytes`` and the last ending at ``max_bytes`` (0 = unlimited)."""
+    out = []
+    for i, (start, name) in enumerate(plan):
+        lo = min_bytes if i == 0 else start
+        hi = plan[i + 1][0] - 1 if i + 1 < len(plan) else max_bytes
+        out.append((lo, hi, name))
+    return out
+
+
+# ---- tuning ---------------------------------------------------------------------------------
+
+def _sig(x: float, digits: int = 4) -> float:
+    """``x`` rounded to ``digits`` significant digits (stable, readable manifest numbers)."""
+    return float(f"{x:.{digits}g}")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+_BUFFER_ATTRS = re.compile(r' (?:srcbuf|srcoff|dstbuf|dstoff|i_chunks|o_chunks|s_chunks)="[^"]*"')
+
+
+def sim_signature(text: str, schedule) -> str:
+    """What the simulator's result depends on: everything but the buffers, offsets and header
+    flags. In-place and out-of-place builds of an algorithm usually share it, and then share
+    their simulations."""
+    body = text[text.index("\n") + 1:]
+    h = hashlib.sha256(_BUFFER_ATTRS.sub("", body).encode("utf-8")).hexdigest()
+    return f"{schedule.coll}/{schedule.ngpus}/{schedule.nchunksperloop}/{h}"
+
+
+class _Ranker:
+    """Simulated times of the candidates of one (collective, form), cached per size; results are
+    shared through ``cache`` with any schedule of the same :func:`sim_signature`."""
+
+    def __init__(self, schedules: dict, signatures: dict, topology: Topology, cache: dict,
+                 note: Callable[[str], None] | None = None):
+        self.schedules = schedules          # name -> Schedule (unbounded window)
+        self.signatures = signatures        # name -> sim_signature
+        self.topology = topology
+        self.active = sorted(schedules)
+        self._cache = cache                 # (signature, n) -> SimResult
+        self._note = note
+
+    def result(self, name: str, n: int):
+        from ccxml.simulator import simulate_schedule
+        key = (self.signatures[name], n)
+        r = self._cache.get(key)
+        if r is None:
+            if self._note:
+                self._note(f"{name} at {n} B")
+            r = self._cache[key] = simulate_schedule(self.schedules[name], n, self.topology)
+        return r
+
+    def ranking(self, n: int) -> list[str]:
+        """Active candidates at n bytes, fastest first (ties: by name)."""
+        return sorted(self.active, key=lambda a: (self.result(a, n).time_s, a))
+
+    def best(self, n: int) -> str:
+        return min(self.active, key=lambda a: (self.result(a, n).time_s, a))
+
+
+def _point(ranker: _Ranker, name: str, n: int, text: str, schedule) -> dict:
+    """Simulated figures of the written file at n bytes, with the runner-up for comparison."""
+    from ccxml.simulator import simulate_schedule
+    key = (sim_signature(text, schedule), n)
+    r = ranker._cache.get(key)
+    if r is None:
+        r = ranker._cache[key] = simulate_schedule(schedule, n, ranker.topology)
+    doc = {"bytes": n, "time_us": _sig(r.time_s * 1e6), "busbw_GBps": _sig(r.busbw / 1e9)}
+    others = [a for a in ranker.ranking(n) if a != name]
+    if others:
+        ru = ranker.result(others[0], n)
+        doc["runner_up"] = others[0]
+        doc["runner_up_busbw_GBps"] = _sig(ru.busbw / 1e9)
+    return doc
+
+
+def _verdict(report, target: str) -> dict:
+    warnings = sorted({f.code for f in report.findings if f.severity != "error"})
+    return {"target": target, "verdict": "PASS" if report.ok else "FAIL",
+            "forms": list(report.stats.get("forms", [])), "steps": report.stats.get("steps", 0),
+            "tbs": report.stats.get("tbs", 0), "warnings": warnings}
+
+
+def _build_and_verify(name, coll, cfg, inplace, lo, hi, verify):
+    """(text, report, None) for a file that passes; (text or None, report or None, why) else."""
+    try:
+        text = build_text(name, coll, cfg, inplace, lo, hi)
+    except ValueError as e:
+        return None, None, f"cannot build for this window: {_first_line(e)}"
+    try:
+        rep = verify(text, target=cfg.target, root=cfg.root if Coll(coll).rooted else None)
+    except ValueError as e:
+        return text, None, f"cannot be loaded: {_first_line(e)}"
+    return text, rep, None if rep.ok else rep.first_reason
+
+
+def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = None) -> TuneResult:
+    """Choose, build and verify the files of an algorithm directory for ``cfg``.
+
+    ``on_step(done, label)`` reports progress: before each (collective, form) with the number
+    done so far and its label, and once at the end with ``(total, None)``. Raises :class:`TuneError`
+    when no file at all can be produced.
+    """
+    from ccxml.interpreter import verify
+    from ccxml.loader.reader import loads
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError
+    if cfg.ranks < 2:
+        raise TuneError(f"--ranks must be >= 2, got {cfg.ranks}")
+    cfg.topology.check_ranks(cfg.ranks)
+    if cfg.max_bytes and cfg.max_bytes < cfg.min_bytes:
+        raise TuneError(f"--max-bytes {cfg.max_bytes} is below --min-bytes {cfg.min_bytes}")
+    sizes = cfg.sample_sizes()
+    hi_probe = sizes[-1]
+    res = TuneResult(cfg)
+    done = 0
+    cache: dict = {}
+    for coll in cfg.colls:
+        names = candidates(coll, cfg)
+        for form in cfg.forms:
+            job = f"{coll} {form}"
+            if on_step:
+                on_step(done, job)
+            note = (lambda what, d=done, j=job: on_step(d, f"{j}: {what}")) if on_step else None
+            done += 1
+            inplace = FORMS[form]
+            schedules, signatures = {}, {}
+            for name in names:
+                try:
+                    text = build_text(name, coll, cfg, inplace)
+                    sched = loads(text)
+                    signatures[name] = sim_signature(text, sched)
+                    cache[(signatures[name], sizes[0])] = simulate_schedule(sched, sizes[0], cfg.topology)
+                except (ValueError, SimulationError) as e:
+                    signatures.pop(name, None)
+                    res.skipped.append({"coll": coll, "form": form, "algorithm": name,
+                                        "reason": _first_line(e)})
+                    continue
+                schedules[name] = sched
+            if not schedules:
+                res.notes.append(f"{coll} {form}: no available algorithm can run it on "
+                                 f"{cfg.ranks} ranks here; the runtime falls back to NCCL")
+                continue
+            ranker = _Ranker(schedules, signatures, cfg.topology, cache, note)
+            verified: dict[tuple[str, int, int], tuple[str, object]] = {}
+            while ranker.active:
+                plan = plan_windows(ranker.best, sizes)
+                wins = windows_from_plan(plan, cfg.min_bytes, cfg.max_bytes)
+                failed = None
+                for lo, hi, name in wins:
+                    key = (name, lo, hi)
+                    if key not in verified:
+                        verified[key] = _build_and_verify(name, coll, cfg, inplace, lo, hi, verify)
+                    text, rep, why = verified[key]
+                    if why is not None:
+                        failed = (name, lo, hi, why)
+                        break
+                if failed is None:
+                    break
+                name, lo, hi, why = failed
+                res.rejected.append({"coll": coll, "form": form, "algorithm": name,
+                                     "window": {"min_bytes": lo, "max_bytes": hi},
+                                     "reason": why})
+                ranker.active.remove(name)
+            if not ranker.active:
+                res.notes.append(f"{coll} {form}: every candidate failed verification; "
+                                 f"no file written")
+                continue
+            width = max(2, len(str(len(wins) - 1)))
+            for i, (lo, hi, name) in enumerate(wins):
+                text, rep, _ = verified[(name, lo, hi)]
+                sched = loads(text)
+                at_lo = max(lo, 1)
+                at_hi = hi if hi else hi_probe
+                simulated = {"min": _point(ranker, name, at_lo, text, sched)}
+                if at_hi != at_lo:
+                    simulated["max"] = _point(ranker, name, at_hi, text, sched)
+                res.files.append(TunedFile(
+                    name=f"{coll}-{form}-{i:0{width}d}-{name}.xml", coll=coll, form=form,
+                    algorithm=name, min_bytes=lo, max_bytes=hi, text=text,
+                    nchunksperloop=sched.nchunksperloop, nchannels=sched.nchannels,
+                    proto=sched.proto, verdict=_verdict(rep, cfg.target), simulated=simulated))
+    if on_step:
+        on_step(done, None)
+    if not res.files:
+        raise TuneError("no file could be produced: " + ("; ".join(res.notes) or "no candidates"))
+    return res
+
+
+# ---- manifest and directory -----------------------------------------------------------------
+
+def manifest_path(directory: str | os.PathLike) -> str:
+    """Where the manifest of ``directory`` goes: beside it, ``<directory>.manifest.json``."""
+    d = os.path.normpath(os.fspath(directory))
+    return d + ".manifest.json"
+
+
+def manifest(result: TuneResult, dirname: str) -> dict:
+    """The manifest document (JSON-serialisable, no timestamps, no absolute paths)."""
+    cfg = result.config
+    files = []
+    for f in result.files:
+        C = f.nchunksperloop
+        files.append({
+            "file": f.name, "coll": f.coll,
+            "form": "in-place" if FORMS[f.form] else "out-of-place",
+            "algorithm": f.algorithm, "proto": f.proto, "nchannels": f.nchannels,
+            "window": {"min_bytes": f.min_bytes, "max_bytes": f.max_bytes},
+            "nchunksperloop": C,
+            "size_multiplier": cfg.ranks if f.coll in _MULT_NGPUS else 1,
+            "eligible_nbytes_multiple_of": {"1-byte types": C, "2-byte types": 2 * C,
+                                            "4-byte types": 4 * C, "8-byte types": 8 * C},
+            "verification": f.verdict,
+            "simulated": f.simulated,
+            "sha256": f.sha256,
+        })
+    notes = [
+        "Use the directory as MSCCL_ALGO_DIR; it holds only these files (the runtime reads every "
+        "file there, and one bad file aborts its scan). This manifest stays outside it.",
+        "Windows are inclusive at both ends (minBytes <= nBytes <= maxBytes, maxBytes 0 = no "
+        "upper bound) and do not overlap, so the scan order (sorted paths in the executor, "
+        "readdir order in RCCL) does not matter; nBytes is the runtime's count*typeSize*mult "
+        "(allgather: output, reducescatter: input, alltoall: total send size).",
+        "A file serves a call only if (count*mult) % nchunksperloop == 0, i.e. nBytes is a "
+        "multiple of typeSize*nchunksperloop (eligible_nbytes_multiple_of); other sizes in the "
+        "window fall back to NCCL/RCCL. The external msccl-scheduler plugin tests "
+        "count % nchunksperloop without mult, which is stricter for allgather, reducescatter "
+        "and alltoall.",
+        "Each window's algorithm is the fastest under the alpha-beta-gamma simulator at the "
+        "sampled sizes, with the changes between two samples located by bisection; the "
+        "simulated figures are those of the written file, runner_up the next-fastest candidate. "
+        "The model gives every pair of ranks its own full-duplex link, which favours many-link "
+        "algorithms (mesh) more than real NICs and switches do.",
+        "Protocol: " + PROTOCOL_NOTE + ".",
+    ]
+    if any(Coll(c).rooted for c in cfg.colls):
+        notes.append(f"broadcast/reduce files are written for root {cfg.root}; the runtime never "
+                     f"checks the root, so install them only if every call uses root {cfg.root}.")
+    notes.extend(result.notes)
+    return {
+        "format": MANIFEST_FORMAT,
+        "directory": dirname,
+        "ranks": cfg.ranks,
+        "target": cfg.target,
+        "topology": cfg.topology.to_dict(),
+        "collectives": list(cfg.colls),
+        "forms": ["in-place" if FORMS[f] else "out-of-place" for f in cfg.forms],
+        "algorithms": list(cfg.algorithms) if cfg.algorithms is not None else "all available",
+        "range": {"min_bytes": cfg.min_bytes, "max_bytes": cfg.max_bytes,
+                  "sample_factor": cfg.factor},
+        "root": cfg.root if any(Coll(c).rooted for c in cfg.colls) else None,
+        "channels": cfg.channels,
+        "files": files,
+        "skipped": result.skipped,
+        "rejected": result.rejected,
+        "notes": notes,
+    }
+
+
+def manifest_text(result: TuneResult, dirname: str) -> str:
+    return json.dumps(manifest(result, dirname), indent=2) + "\n"
+
+
+def _write_new(path: str, text: str) -> None:
+    """Create ``path`` (must not exist) with ``text``; normal permissions (0666 & ~umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def _previous_files(directory: str) -> set[str] | None:
+    """File names the manifest beside ``directory`` lists (None without a readable manifest)."""
+    try:
+        with open(manifest_path(directory), encoding="utf-8") as f:
+            doc = json.load(f)
+        if doc.get("format") != MANIFEST_FORMAT:
+            return None
+        return {e["file"] for e in doc.get("files", []) if isinstance(e, dict) and "file" in e}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
+
+
+def check_directory(directory: str | os.PathLike) -> None:
+    """Raise :class:`TuneError` unless ``directory`` is absent, empty, or holds only files the
+    manifest beside it lists (a previous ``ccxml tune``); nothing else may be replaced."""
+    d = os.path.normpath(os.fspath(directory))
+    if os.path.basename(d) in ("", ".", "..") or os.path.abspath(d) == os.path.dirname(os.path.abspath(d)):
+        raise TuneError(f"-o {os.fspath(directory)}: name a directory of its own (e.g. out/msccl-algorithms)")
+    if not os.path.exists(d):
+        return
+    if not os.path.isdir(d) or os.path.islink(d):
+        raise TuneError(f"{d} exists and is not a directory")
+    entries = sorted(os.listdir(d))
+    if not entries:
+        return
+    known = _previous_files(d) or set()
+    foreign = [e for e in entries if e not in known or not os.path.isfile(os.path.join(d, e))]
+    if foreign:
+        more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        raise TuneError(f"{d} holds {foreign[0]!r}{more}, which ccxml tune did not write; "
+                        f"use a new or empty directory")
+
+
+def write_algo_dir(result: TuneResult, directory: str | os.PathLike) -> str:
+    """Install ``result`` as ``directory`` (replacing a previous tune's) and write the manifest
+    beside it. Returns the manifest path.
+
+    The files are written into a hidden staging directory next to ``directory`` and swapped in
+    by renames, so the directory never holds a partial set, a temporary file or a stale file.
+    """
+    d = os.path.normpath(os.fspath(directory))
+    check_directory(d)
+    parent = os.path.dirname(os.path.abspath(d))
+    name = os.path.basename(d)
+    os.makedirs(parent, exist_ok=True)
+    from ccxml.writer.files import current_umask, write_atomic
+    mode = 0o777 & ~current_umask()
+    staging = tempfile.mkdtemp(prefix=f".{name}.ccxml-new-", dir=parent)
+    try:
+        os.chmod(staging, mode)
+        for f in result.files:
+            _write_new(os.path.join(staging, f.name), f.text)
+        if os.path.exists(d):
+            old = tempfile.mkdtemp(prefix=f".{name}.ccxml-old-", dir=parent)
+            os.rename(d, old)               # replaces the empty placeholder
+            try:
+                os.rename(staging, d)
+            except BaseException:
+                os.rename(old, d)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(staging, d)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    mpath = manifest_path(d)
+    write_atomic(mpath, manifest_text(result, name))
+    return mpath

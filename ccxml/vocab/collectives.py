@@ -1,0 +1,186 @@
+"""Collective definitions: buffer sizes, in-place aliasing, and the postcondition.
+
+Shared by the front end (which lays out buffers) and the interpreter (which checks results).
+Sizes are in chunks, following the runtime's convention (msccl-runtime.md §6-§7): the call's
+``count × sizeMultiplier`` elements are cut into ``nchunksperloop`` (C) chunks.
+
+=============  ===========  ===========  ==========================================
+collective     input        output       in-place alias (runtime §7)
+=============  ===========  ===========  ==========================================
+allreduce      C            C            i == o
+allgather      C/p          C            i == o + rank·C/p
+reducescatter  C            C/p          o == i + rank·C/p
+alltoall       C            C            i == o
+alltoallv      Σ_j M[r][j]  Σ_i M[i][r]  i == o
+broadcast      C            C            i == o
+reduce         C            C            i == o
+gather         C            p·C          i == o + rank·C
+scatter        p·C          C            o == i + rank·C
+=============  ===========  ===========  ==========================================
+
+The postcondition is expressed as, for every (rank, output chunk) that the collective defines,
+the multiset of input chunks ``(rank, index)`` whose reduction (or, for one element, copy) the
+chunk must hold. A reduction over an empty multiset never occurs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Iterator
+
+from ccxml.vocab.errors import CollectiveError
+from ccxml.vocab.wire import Coll
+
+Contribution = tuple[int, int]          # (rank, input chunk index)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective call's shape: ``coll`` over ``ngpus`` ranks, C = ``nchunksperloop``."""
+
+    coll: Coll
+    ngpus: int
+    nchunksperloop: int
+    root: int | None = None
+    counts: tuple[tuple[int, ...], ...] | None = None   # alltoallv: M[i][j] chunks i -> j
+
+    def __post_init__(self) -> None:
+        p, c = self.ngpus, self.nchunksperloop
+        if p < 1:
+            raise CollectiveError(f"ngpus must be >= 1, got {p}")
+        if self.coll.rooted:
+            if self.root is None or not 0 <= self.root < p:
+                raise CollectiveError(f"{self.coll.value} needs a root in 0..{p - 1}, got {self.root}")
+        if self.coll in (Coll.ALLGATHER, Coll.REDUCESCATTER, Coll.ALLTOALL) and c % p:
+            raise CollectiveError(f"{self.coll.value}: nchunksperloop {c} is not a multiple of ngpus {p}")
+        if self.coll is Coll.ALLTOALLV:
+            m = self.counts
+            if m is None or len(m) != p or any(len(row) != p for row in m):
+                raise CollectiveError(f"alltoallv needs a {p}x{p} matrix of chunk counts")
+            if any(x < 0 for row in m for x in row):
+                raise CollectiveError("alltoallv counts must be >= 0")
+
+    # ---- sizes -------------------------------------------------------------------------
+    @property
+    def per_rank(self) -> int:
+        """Chunks per rank-block: C/p for the ×p collectives, C for gather/scatter."""
+        if self.coll in (Coll.GATHER, Coll.SCATTER):
+            return self.nchunksperloop
+        return self.nchunksperloop // self.ngpus
+
+    def input_chunks(self, rank: int) -> int:
+        c, p = self.nchunksperloop, self.ngpus
+        if self.coll is Coll.ALLGATHER:
+            return c // p
+        if self.coll is Coll.SCATTER:
+            return p * c
+        if self.coll is Coll.ALLTOALLV:
+            return sum(self.counts[rank])
+        return c
+
+    def output_chunks(self, rank: int) -> int:
+        c, p = self.nchunksperloop, self.ngpus
+        if self.coll is Coll.REDUCESCATTER:
+            return c // p
+        if self.coll is Coll.GATHER:
+            return p * c
+        if self.coll is Coll.ALLTOALLV:
+            return sum(row[rank] for row in self.counts)
+        return c
+
+    def inplace_input_offset(self, rank: int) -> int:
+        """In an in-place call, input chunk j is output chunk j + this (may be negative).
+
+        For reducescatter/scatter the output lies inside the input: output chunk j is input
+        chunk j + rank·block, i.e. input chunk j is output chunk j − rank·block.
+        """
+        if self.coll in (Coll.ALLGATHER, Coll.GATHER):
+            return rank * self.per_rank
+        if self.coll in (Coll.REDUCESCATTER, Coll.SCATTER):
+            return -rank * self.per_rank
+        return 0
+
+    def alltoallv_offsets(self) -> tuple[list[list[int]], list[list[int]]]:
+        """(send displacement of i→j in i's input, recv displacement of i→j in j's output)."""
+        return alltoallv_offsets(self.counts)
+
+    # ---- postcondition -----------------------------------------------------------------
+    def expected(self) -> Iterator[tuple[int, int, tuple[Contribution, ...]]]:
+        """Yield (rank, output chunk, contributions) for every output chunk the call defines.
+
+        One contribution means "a copy of that input chunk"; several mean "their reduction,
+        each exactly once".
+        """
+        p, c, coll = self.ngpus, self.nchunksperloop, self.coll
+        b = self.per_rank
+        everyone = range(p)
+        if coll is Coll.ALLREDUCE:
+            for r in everyone:
+                for j in range(c):
+                    yield r, j, tuple((q, j) for q in everyone)
+        elif coll is Coll.REDUCE:
+            for j in range(c):
+                yield self.root, j, tuple((q, j) for q in everyone)
+        elif coll is Coll.BROADCAST:
+            for r in everyone:
+                for j in range(c):
+                    yield r, j, ((self.root, j),)
+        elif coll is Coll.ALLGATHER:
+            for r in everyone:
+                for q in everyone:
+                    for j in range(b):
+                        yield r, q * b + j, ((q, j),)
+        elif coll is Coll.GATHER:
+            for q in everyone:
+                for j in range(b):
+                    yield self.root, q * b + j, ((q, j),)
+        elif coll is Coll.REDUCESCATTER:
+            for r in everyone:
+                for j in range(b):
+                    yield r, j, tuple((q, r * b + j) for q in everyone)
+        elif coll is Coll.SCATTER:
+            for r in everyone:
+                for j in range(b):
+                    yield r, j, ((self.root, r * b + j),)
+        elif coll is Coll.ALLTOALL:
+            for r in everyone:
+                for q in everyone:
+                    for j in range(b):
+                        yield r, q * b + j, ((q, r * b + j),)
+        elif coll is Coll.ALLTOALLV:
+            send, recv = self.alltoallv_offsets()
+            for i in everyone:
+                for j in everyone:
+                    for k in range(self.counts[i][j]):
+                        yield j, recv[i][j] + k, ((i, send[i][j] + k),)
+        else:  # pragma: no cover - every Coll member is handled above
+            raise CollectiveError(f"no postcondition for {coll}")
+
+
+def parse_counts(text: str) -> tuple[tuple[int, ...], ...]:
+    """Parse a P×P matrix of chunk counts from CSV text (commas or whitespace)."""
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            rows.append(tuple(int(x) for x in line.replace(",", " ").split()))
+        except ValueError:
+            raise CollectiveError(f"counts line {lineno}: expected integers, got {line!r}") from None
+    if not rows or any(len(r) != len(rows) for r in rows):
+        raise CollectiveError(f"counts must be a square matrix, got {len(rows)} rows of lengths "
+                              f"{sorted({len(r) for r in rows})}")
+    return tuple(rows)
+
+
+def alltoallv_offsets(m) -> tuple[list[list[int]], list[list[int]]]:
+    """For a P×P count matrix (i sends m[i][j] chunks to j): (send displacement of i→j in i's
+    input, recv displacement of i→j in j's output), the runtime's packed layout."""
+    p = len(m)
+    send = [[0, *accumulate(row[:-1])] for row in m]
+    recv = [[0] * p for _ in range(p)]
+    for i in range(1, p):
+        above, row = recv[i - 1], m[i - 1]
+        recv[i] = [above[j] + row[j] for j in range(p)]
+    return send, recv

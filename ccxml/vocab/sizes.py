@@ -1,0 +1,55 @@
+"""Message sizes the way nccl-tests reads them: ``1K`` = 1024 bytes, ``8M``, ``1G``; sweeps
+``-b MIN -e MAX -f FACTOR`` multiply by FACTOR from MIN until MAX is passed."""
+from __future__ import annotations
+
+from ccxml.vocab.errors import SizeError
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str | int) -> int:
+    """``"8M"`` → 8388608. Accepts an optional ``B``/``iB`` suffix (``8MB``, ``8MiB``), any case."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise SizeError(f"size must be >= 0, got {text}")
+        return text
+    s = str(text).strip().upper()
+    for tail in ("IB", "B"):
+        if len(s) > 1 and s.endswith(tail) and s[-len(tail) - 1:-len(tail)] in "KMGT":
+            s = s[:-len(tail)]
+            break
+    unit = s[-1:] if s[-1:] in "KMGTB" else ""
+    num = s[:-1] if unit else s
+    try:
+        value = float(num) if any(c in num for c in ".E") else int(num)
+    except ValueError:
+        raise SizeError(f"cannot read size {text!r}; use bytes or a suffix like 1K, 8M, 1G") from None
+    n = value * _UNITS[unit]
+    if n < 0 or n != int(n):
+        raise SizeError(f"size {text!r} must be a whole number of bytes >= 0")
+    return int(n)
+
+
+def size_range(min_bytes: int, max_bytes: int, factor: float = 2.0) -> list[int]:
+    """nccl-tests' ``-b -e -f`` sweep: min, min·f, min·f², … as long as the size is ≤ max."""
+    if min_bytes <= 0:
+        raise SizeError(f"sweep minimum must be > 0, got {min_bytes}")
+    if max_bytes < min_bytes:
+        raise SizeError(f"sweep maximum {max_bytes} is below the minimum {min_bytes}")
+    if factor <= 1:
+        raise SizeError(f"sweep factor must be > 1, got {factor}")
+    out, n = [], float(min_bytes)
+    while n <= max_bytes:
+        out.append(int(n))
+        n *= factor
+    return out
+
+
+def format_size(n: float) -> str:
+    """Short human form: 1024 → ``1K``, 1536 → ``1536``, 8388608 → ``8M``."""
+    n = int(n)
+    for unit in ("G", "M", "K"):
+        u = _UNITS[unit]
+        if n >= u and n % u == 0:
+            return f"{n // u}{unit}"
+    return str(n)
