@@ -64,6 +64,10 @@ class SimulationError(CcxmlError):
     """The schedule cannot be simulated (malformed step, unmatched receive, deadlock, ...)."""
 
 
+class ExecutionError(CcxmlError):
+    """``ccxml run`` cannot start: no MPI, a process count that is not the file's ngpus, ..."""
+
+
 # ---- tools --------------------------------------------------------------------------------
 class TuneError(CcxmlError):
     """Tuning cannot produce a usable directory (no candidate, bad directory, ...)."""
