@@ -172,6 +172,26 @@ def test_unpublished_dependency_hangs_and_says_which(tmp_path):
     assert "gpu 1 tb 1 step 1 (r) waits for a message on link 0->1 chan 0" in res.err
 
 
+def test_a_message_nobody_receives_is_reported(tmp_path):
+    text = split_allgather()
+    send = '<step s="0" type="s" srcbuf="o" srcoff="1" dstbuf="o" dstoff="1" cnt="1" depid="1" deps="0" hasdep="0"/>'
+    extra = '<step s="1" type="s" srcbuf="o" srcoff="1" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>'
+    path = tmp_path / "extra_send.xml"
+    path.write_text(text.replace(send, f"{send}\n      {extra}"))          # on rank 1 only
+    res = ccxml_run(2, path, "--bytes", "1K", "--timeout", "2", timeout=60)
+    assert res.code == 1
+    assert ("leftover-message: 1 message(s) left on link 1->0 chan 0 at the end: sent but never received"
+            in res.err), res.err
+
+
+def test_links_are_unbounded(tmp_path):
+    """Each side sends 3 calls before it receives: verify says deadlock-fifo (a Simple link
+    buffers 2 calls), the executor's links buffer without bound, so the run completes."""
+    path = tmp_path / "fifo.xml"
+    path.write_text(direct_alltoall(2, per=3, proto="Simple", max_bytes=1 << 20))
+    assert_checked(ccxml_run(2, path, "--check", "--bytes", "4K", "-n", "1", "-w", "0"))
+
+
 # ---- unusable input: one line, exit 2, printed once -----------------------------------------
 
 def test_process_count_must_match_the_file(tmp_path):
