@@ -134,7 +134,7 @@ def _prepare(MPI, path, inplace, root, counts_path):
     world = MPI.COMM_WORLD
     err = loaded = None
     try:
-        loaded = _load(path, world.Get_size(), inplace, root, counts_path)
+        loaded = _load(path, world.Get_size(), MPI.TAG_UB, inplace, root, counts_path)
     except OSError as e:
         err = f"{e.filename or path}: {e.strerror or e}"
     except ValueError as e:                  # LoadError, ExecutionError, CollectiveError, ...
@@ -143,7 +143,7 @@ def _prepare(MPI, path, inplace, root, counts_path):
     return loaded
 
 
-def _load(path, nprocs, inplace, root, counts_path):
+def _load(path, nprocs, max_tag, inplace, root, counts_path):
     from ccxml.executor.plan import lower_for_run
     from ccxml.interpreter import call_forms, collective_for
     from ccxml.loader.reader import load
@@ -164,7 +164,7 @@ def _load(path, nprocs, inplace, root, counts_path):
         raise ExecutionError(f"{path}: {why_not.split(';')[0]}; nothing to run it against")
     form = call_forms(schedule, inplace)
     form = form[-1] if inplace is None else form[0]      # out-of-place when declared
-    prog, unrunnable = lower_for_run(schedule, collective, form)
+    prog, unrunnable = lower_for_run(schedule, collective, form, max_tag)
     return schedule, collective, form, prog, unrunnable
 
 
@@ -177,8 +177,8 @@ def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, 
     schedule, collective, form, prog, unrunnable = _prepare(MPI, path, inplace, root, counts_path)
     if unrunnable:
         if rank == 0:
-            click.echo(f"FAIL {path}: cannot run: {len(unrunnable)} step(s) have no valid peer or buffer "
-                       "range", err=True)
+            click.echo(f"FAIL {path}: cannot run it: {len(unrunnable)} thread block(s) or step(s) with no valid "
+                       "peer, channel or buffer range:", err=True)
             for f in unrunnable[:20]:
                 click.echo(f"  {f}", err=True)
         return 1
@@ -248,7 +248,7 @@ def _report(path, failure, ref_name, timeout) -> None:
         head = (f"FAIL {path} at {at}: hangs (no progress for {timeout:g} s); what each blocked thread "
                 "block waits for:")
     else:
-        head = f"FAIL {path} at {at}: a step cannot run:"
+        head = f"FAIL {path} at {at}: cannot run:"
     lines = list(failure.lines) or ["(no thread block is blocked and no message is pending: a rank stopped early)"]
     click.echo(head, err=True)
     for ln in lines[:20]:

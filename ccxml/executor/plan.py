@@ -66,12 +66,18 @@ class RankPlan:
     tbs: list              # LocalTB in document order
 
 
-def lower_for_run(schedule: Schedule, collective: Collective, inplace: bool) -> tuple[Program, list[Finding]]:
+def lower_for_run(schedule: Schedule, collective: Collective, inplace: bool,
+                  max_tag: int = 32767) -> tuple[Program, list[Finding]]:
     """The schedule lowered and placed for ``collective`` in one call form, and the findings
-    that make it unrunnable (:data:`UNRUNNABLE`, for every rank). Raises NotExecutable."""
+    that make it unrunnable for any rank: :data:`UNRUNNABLE`, and ``bad-channel`` for a TB with
+    a peer whose channel is not a message tag in 0..``max_tag`` (messages carry it as their
+    tag). Raises NotExecutable."""
     prog = lower(schedule)
     placed = place(prog, collective, inplace)
     bad = [f for f in (*prog.findings, *placed) if f.code in UNRUNNABLE]
+    bad.extend(Finding("bad-channel", f"chan {tb.chan} is not in 0..{max_tag}", gpu=tb.gpu, tb=tb.id,
+                       line=tb.line or None)
+               for tb in prog.tbs if (tb.send >= 0 or tb.recv >= 0) and not 0 <= tb.chan <= max_tag)
     return prog, bad
 
 

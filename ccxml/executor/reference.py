@@ -48,13 +48,10 @@ class Reference:
             rc = [m[i][rank] * ce for i in range(p)]
             rd = [recv[i][rank] * ce for i in range(p)]
             self.call = lambda: comm.Alltoallv([s, (sc, sd)], [r, (rc, rd)])
-        elif c is Coll.BROADCAST:
+        elif c is Coll.BROADCAST:         # in place on the output: the root's holds its input
             if rank == root:
                 r[:] = s
-
-            def bcast():
-                comm.Bcast(r, root=root)
-            self.call = bcast
+            self.call = lambda: comm.Bcast(r, root=root)
         elif c is Coll.REDUCE:
             self.call = lambda: comm.Reduce(s, r, op=SUM, root=root)
         elif c is Coll.GATHER:

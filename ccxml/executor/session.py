@@ -85,9 +85,16 @@ class Session:
         MPI, ctrl, rank = self.MPI, self.ctrl, self.rank
         ce = chunk_elems(self.collective, nbytes, self.dtype)
         size = size_of(self.collective, ce, self.dtype)
-        eng = Engine(MPI, self.data, self.plan, ce, self.dtype)
-        inp = make_input(self.dtype, self.collective.input_chunks(rank) * ce, rank)
-        ref = Reference(MPI, self.refc, self.collective, rank, ce, inp)
+        try:
+            eng = Engine(MPI, self.data, self.plan, ce, self.dtype)
+            inp = make_input(self.dtype, self.collective.input_chunks(rank) * ce, rank)
+            ref = Reference(MPI, self.refc, self.collective, rank, ce, inp)
+            ready = Outcome("ok")
+        except MemoryError:
+            ready = Outcome("error", f"rank {rank}: not enough memory for the buffers of this size")
+        fail = self._agree(ready, size)
+        if fail:
+            return None, fail
         wrong = None
         with np.errstate(all="ignore"):        # timed runs reduce their own results: overflow is fine
             eng.memory.fill(poison(self.dtype) if check else 0)

@@ -71,6 +71,12 @@ def test_out_of_bounds_steps_make_the_schedule_unrunnable():
     assert [f.code for f in bad] == ["out-of-bounds"] and bad[0].gpu == 0
 
 
+def test_channels_that_are_no_message_tag_make_the_schedule_unrunnable():
+    _, bad = plan_of(split_allgather().replace('chan="0"', 'chan="-1"'), 0)
+    assert [f.code for f in bad] == ["bad-channel"] * 4
+    assert str(bad[0]).startswith("bad-channel: chan -1 is not in 0..32767 (gpu 0, tb 0")
+
+
 @pytest.mark.parametrize("coll, nbytes, c, p, ce, size", [
     ("allreduce", 1024, 8, 8, 32, 1024),       # 256 floats in 8 chunks
     ("allreduce", 1024, 3, 3, 85, 1020),       # rounded down to whole chunks
