@@ -75,25 +75,24 @@ def run(file, dtype, nbytes, minbytes, maxbytes, stepfactor, iters, warmup, chec
     root's whole buffer), rounded down to whole chunks of whole elements; the reduction is a sum.
     """
     from ccxml.cli.simulate import _sizes
-    sizes = _sizes(nbytes, minbytes, maxbytes if maxbytes or nbytes or minbytes else "1M", stepfactor)
+    sizes = _sizes(nbytes, minbytes, maxbytes, stepfactor, default_max=1 << 20)
     from ccxml.executor.mpi import load_mpi
     from ccxml.vocab.errors import ExecutionError
     try:
         MPI = load_mpi()
     except ExecutionError as e:
         raise click.ClickException(str(e)) from None
-    world = MPI.COMM_WORLD
     try:
-        code = _run(MPI, file, dtype, sizes, iters, warmup, check, timeout, inplace, root, counts_path)
+        _run(MPI, file, dtype, sizes, iters, warmup, check, timeout, inplace, root, counts_path)
     except _Stop as e:
-        code = e.code
-        if world.Get_rank() == 0:
+        if MPI.COMM_WORLD.Get_rank() == 0:
             click.echo(f"ccxml: {e}", err=True)
-    _finish(MPI, code)
+        _finish(MPI, e.code)
 
 
 def _finish(MPI, code: int) -> None:
-    """End the process in the ways MPI launchers take well, every rank with ``code``.
+    """End the process in the ways MPI launchers take well, every rank with ``code`` (called
+    while the session, which holds the buffers of requests MPI may still own, is alive).
 
     Success: finalise MPI and leave through the C library's ``exit`` (hydra's mpiexec killed a
     rank in 2 of 15 runs when ranks left through ``os._exit`` after MPI_Finalize, which the
@@ -168,7 +167,8 @@ def _load(path, nprocs, max_tag, inplace, root, counts_path):
     return schedule, collective, form, prog, unrunnable
 
 
-def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, counts_path) -> int:
+def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, counts_path) -> None:
+    """Run the sizes and end the process (:func:`_finish`); raises _Stop for unusable input."""
     from ccxml.executor.mpi import library_version
     from ccxml.executor.reference import MPI_NAMES
     from ccxml.executor.session import Session
@@ -181,7 +181,7 @@ def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, 
                        "peer, channel or buffer range:", err=True)
             for f in unrunnable[:20]:
                 click.echo(f"  {f}", err=True)
-        return 1
+        _finish(MPI, 1)
     session = Session(MPI, prog, collective, dtype, timeout)
     ref_name = MPI_NAMES[collective.coll]
     out = (lambda *a, **k: None) if rank else click.echo
@@ -208,10 +208,9 @@ def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, 
             out(f"# note: {w}")
         if failure:
             _report(path, failure, ref_name, timeout)
-    if failure:
-        return 1
-    session.close()
-    return 0
+    if not failure:
+        session.close()
+    _finish(MPI, 1 if failure else 0)
 
 
 def _header(path, schedule, collective, form, session, iters, warmup, check, ref_name, mpi_version, nprocs):

@@ -87,6 +87,7 @@ class Engine:
         self.dtype = dtype
         self.memory = np.empty(plan.nchunks * chunk_elems, dtype=dtype)
         self.flags: dict[int, int] = {}
+        self.pending = None
         self.recv_at = {tb.t: [i for i, ins in enumerate(tb.instrs) if ins.kind in _RECEIVING]
                         for tb in plan.tbs}
 
@@ -234,6 +235,9 @@ class Engine:
     def _stop(self, states, sends, status: str, error: str = "") -> Outcome:
         """The outcome of a run that cannot finish: what each unfinished TB waits for (the
         interpreter's ``Control.blocked`` vocabulary) and the sends nobody received."""
+        # a failed run leaves receives posted and sends unmatched, and MPI still owns their
+        # buffers: they stay referenced here, as long as the engine (the process ends soon)
+        self.pending = (states, sends)
         out = Outcome(status, error)
         for st in states:
             if st.pc >= st.n:

@@ -78,6 +78,7 @@ class Session:
         self.dtype = np.dtype(dtype)
         self.timeout = timeout
         self.tol = tolerance(self.coll, self.dtype, collective.ngpus)
+        self.engine: Engine | None = None     # the last size's: it holds what MPI still owns
 
     # ---- one size --------------------------------------------------------------------------
     def measure(self, nbytes: int, iters: int, warmup: int, check: bool) -> tuple[Row | None, Failure | None]:
@@ -86,7 +87,7 @@ class Session:
         ce = chunk_elems(self.collective, nbytes, self.dtype)
         size = size_of(self.collective, ce, self.dtype)
         try:
-            eng = Engine(MPI, self.data, self.plan, ce, self.dtype)
+            eng = self.engine = Engine(MPI, self.data, self.plan, ce, self.dtype)
             inp = make_input(self.dtype, self.collective.input_chunks(rank) * ce, rank)
             ref = Reference(MPI, self.refc, self.collective, rank, ce, inp)
             ready = Outcome("ok")

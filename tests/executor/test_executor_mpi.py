@@ -217,15 +217,12 @@ def test_alltoallv_needs_counts(tmp_path):
 
 # ---- the full sweep ------------------------------------------------------------------------
 
-def sweep():
-    for p in (2, 3, 4, 8):
-        for name, module in available().items():
-            for coll in module.COLLECTIVES:
-                yield pytest.param(name, coll, p, id=f"{name}-{coll.value}-{p}")
+SWEEP = [pytest.param(name, coll, p, id=f"{name}-{coll.value}-{p}")
+         for p in (2, 3, 4, 8) for name, module in available().items() for coll in module.COLLECTIVES]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, coll, p", sweep())
+@pytest.mark.parametrize("name, coll, p", SWEEP)
 def test_every_algorithm_and_collective_matches_mpi(tmp_path, name, coll, p):
     try:
         args = write_schedule(tmp_path, name, coll, p)
