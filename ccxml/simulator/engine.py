@@ -9,12 +9,14 @@ Two link models; everything else (steps, matching, dependencies, bytes) is commo
   a transfer from rank a to rank b crosses the links of its route
   (:meth:`ccxml.topology.network.Network.route`) and shares each of them with the other transfers
   in flight there, max-min fairly, rates recomputed whenever a transfer starts or ends
-  (:mod:`ccxml.simulator.flows`). A transfer requested at t starts moving data at t + the route's
-  latency and arrives when its last byte does; a NIC's per-message overhead is port time spent on
-  the message, counted as ``overhead × bottleneck bandwidth`` extra bytes, so a transfer alone on
-  its route takes exactly α + b/B (α = latency + overhead, B = the route's smallest bandwidth). A
-  reduction of b bytes costs b·γ with the network's γ. Transfers never queue for a link (they
-  share it), so "link" never appears as a reason on the critical path.
+  (:mod:`ccxml.simulator.flows`). A transfer requested at t first spends its route's per-message
+  overhead in the port that has it (a NIC: the message occupies that port for ``overhead × its
+  bandwidth`` bytes, shared with the other transfers there, so messages through one port queue up
+  for it), then its data start to move after the route's latency and it arrives when its last byte
+  does: alone on its route it takes exactly α + b/B (α = overhead + latency, B = the route's
+  smallest bandwidth). A reduction of b bytes costs b·γ with the network's γ. Transfers never
+  queue for a link otherwise (they share it), so "link" never appears as a reason on the critical
+  path.
 
 Model (dedicated links):
 
@@ -538,16 +540,26 @@ class _Engine:
         lst = self.arrivals.setdefault(key, [])
         slot = len(lst)
         lst.append(None)                        # the k-th send feeds the k-th receive
+        token = (tb, op, key, slot)
+        if route.setup:                         # the port's per-message work comes first
+            cap = self.network.link_cap
+            self.flows.add(t, route.setup, route.overhead * min(cap[x] for x in route.setup),
+                           (token, route))
+            return t
+        start = t + route.latency + route.overhead
+        self.flows.add(start, route.resources, nb, token, route.bottleneck)
+        return start
+
+    def _data(self, token, route, t: float) -> float:
+        """The port has handled the message at ``t``: its data start after the latency."""
         start = t + route.latency
-        if route.bottleneck == _INF:            # crosses no shared link
-            start += route.overhead
-            size = nb
-        else:
-            size = nb + route.overhead * route.bottleneck
-        self.flows.add(start, route.resources, size, (tb, op, key, slot), route.bottleneck)
+        self.flows.add(start, route.resources, token[1].cnt * self.cb, token, route.bottleneck)
         return start
 
     def _arrive(self, token, t: float) -> None:
+        if len(token) == 2:                     # a message's setup in its port is done
+            self._data(token[0], token[1], t)
+            return
         tb, op, key, slot = token
         self.arrivals[key][slot] = (t, op)
         self.xfers.append((tb.gpu, tb.send, op.xfer_start, t, op.cnt * self.cb))

@@ -14,16 +14,21 @@ runs on:
 * **NICs** are devices with a network port: ``bandwidth``, ``latency`` and ``overhead`` (s per
   message, see :class:`Route`) describe the link from the NIC to the fabric and back.
 * **Fabric** (``kind``): ``rail`` — one leaf switch per NIC index ("rail"), NIC k of every node on
-  leaf k, the leaves joined by a spine (non-blocking unless ``oversubscription`` > 1, which gives
-  each leaf's uplink ``nodes × NIC bandwidth / oversubscription``); ``switch`` — every NIC on one
-  non-blocking switch (a leaf/spine Clos with full bisection bandwidth behaves the same);
-  ``none`` — a single server.
-* **Routes** are deterministic. Inside a server: the path with the fewest links (GPUs and NICs
-  never forward), ties broken towards lower-numbered devices. Between servers (the *rail rule*): a
+  leaf k, the leaves joined by a spine layer with ``1 / oversubscription`` of the leaves' downlink
+  bandwidth (1 = non-blocking); ``switch`` — every NIC on one ideal non-blocking switch; ``none``
+  — a single server. A rail fabric's ``spine`` says how cross-rail traffic uses the spine:
+  ``adaptive`` (default; adaptive routing, as InfiniBand fabrics do) spreads it perfectly, so the
+  spine is one aggregate switch; ``ecmp`` (static hashing, as plain Ethernet/RoCE switches do)
+  gives each leaf ``nodes`` uplinks of one NIC's bandwidth to ``nodes`` spine switches and sends
+  each (source, destination) pair through the one its hash picks (:func:`ecmp`), so transfers may
+  collide on one uplink while another idles.
+* **Routes** are deterministic. Inside a server: the path with the fewest links, among those the
+  widest (largest smallest bandwidth) — NCCL's choice — ties broken towards lower-numbered
+  devices; GPUs and NICs never forward. Between servers (the *rail rule*): a
   GPU's traffic leaves through its rail NIC — the NIC nearest to it (the one under the same PCIe
-  switch), NICs shared out evenly in device order — crosses the fabric (on a rail fabric: its own
-  leaf, then the spine and the receiver's leaf when the rails differ) and enters through the
-  receiver's rail NIC.
+  switch), NICs shared out evenly in device order — crosses the fabric and enters through the
+  receiver's rail NIC. On a rail fabric, traffic between NICs of the same rail stays on their leaf;
+  between rails it goes up to the spine and down to the receiver's leaf.
 
 Templates: a device or link name may contain ``{g}`` (one per GPU), ``{g/K}`` (GPU index divided by
 K, rounded down) and, in a link, ``{h}`` with ``{g}`` (one link per pair of GPUs g < h: a full
@@ -57,7 +62,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -138,6 +142,7 @@ class FabricSpec(BaseModel):
     kind: Literal["rail", "switch", "none"] = "switch"
     latency: float = 0.0              # s per switch crossed
     oversubscription: float = 1.0     # rail: leaf downlink / uplink bandwidth (1 = non-blocking)
+    spine: Literal["adaptive", "ecmp"] = "adaptive"   # rail: how cross-rail traffic picks a spine
 
     @field_validator("latency")
     @classmethod
@@ -222,6 +227,16 @@ def _expand_link(spec: LinkSpec, gpus: int) -> list[tuple[str, str]]:
 
 # ---- the built graph -----------------------------------------------------------------------------
 
+def ecmp(src_node: int, src_rail: int, dst_node: int, dst_rail: int, spines: int) -> int:
+    """The spine switch a cross-rail transfer takes: a fixed mix (splitmix64) of its source and
+    destination, modulo the spine count — deterministic, and spread like a switch's ECMP hash."""
+    x = ((src_node * 1_000_003 + src_rail) * 1_000_033 + dst_node) * 1_000_037 + dst_rail
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (x ^ (x >> 31)) % spines
+
+
 INF = math.inf
 
 
@@ -231,15 +246,16 @@ class Route:
 
     ``links``: every directed link on the way; ``resources``: those with a finite bandwidth (the
     ones transfers share); ``latency``: the sum of the links' latencies; ``overhead``: seconds of
-    per-message work in the ports on the way (a NIC's), which the port spends on the message
-    instead of moving data (so a transfer costs ``overhead × bottleneck`` bytes more: alone, it
-    takes ``latency + overhead + bytes / bottleneck``); ``bottleneck``: the smallest bandwidth.
+    per-message work in the ports on the way (a NIC's), time the port spends on the message
+    instead of moving data; ``setup``: the links with that overhead; ``bottleneck``: the smallest
+    bandwidth. A transfer alone on its route takes ``overhead + latency + bytes / bottleneck``.
     """
     links: tuple[int, ...]
     resources: tuple[int, ...]
     latency: float
     overhead: float
     bottleneck: float
+    setup: tuple[int, ...] = ()
 
     @property
     def alpha(self) -> float:
@@ -276,7 +292,8 @@ class Network:
                 names.append(name)
                 kinds.append(d.kind)
         index = {n: i for i, n in enumerate(names)}
-        self._tnames, self._tkinds = names, kinds
+        #: the devices of one server (GPUs first) and their kinds
+        self.device_names, self._tkinds = names, kinds
         tlinks: list[tuple[int, int, LinkSpec]] = []
         seen = set()
         for ls in spec.links:
@@ -296,6 +313,8 @@ class Network:
         # directed template links: 2i = a->b, 2i+1 = b->a
         V, E2 = len(names), 2 * len(tlinks)
         self._V, self._E = V, E2
+        #: vertices of one server: node k holds vertices k·V .. (k+1)·V − 1, the fabric's come after
+        self.server_vertices = V
         t_src, t_dst, t_cap, t_lat, t_kind = [], [], [], [], []
         adj: list[list[tuple[int, int]]] = [[] for _ in range(V)]
         for i, (a, b, ls) in enumerate(tlinks):
@@ -310,6 +329,7 @@ class Network:
         for nbrs in adj:
             nbrs.sort()
         self._adj = adj
+        self._tcap = t_cap
         self._parents: dict[int, list] = {}
         for g in range(spec.gpus):
             if not adj[g]:
@@ -336,7 +356,8 @@ class Network:
         self.fabric = fabric
         self._nic_up: dict[tuple[int, int], int] = {}    # (node, nic index) -> link to the fabric
         self._nic_down: dict[tuple[int, int], int] = {}
-        self._core: dict[tuple[int, int], list[int]] = {}  # (rail a, rail b) -> links a..b
+        self._up: list[list[int]] = []                   # [leaf][spine] -> uplink
+        self._down: list[list[int]] = []                 # [leaf][spine] -> downlink
         if fabric != "none":
             self._build_fabric(nic_port)
         self._routes: dict[tuple[int, int], Route] = {}
@@ -369,34 +390,26 @@ class Network:
                 self._nic_down[(n, k)] = self._add_link(leaves[k], n * V + v, port.bandwidth,
                                                         port.latency + f.latency, "net")
         if self.fabric == "rail" and len(self.nics) > 1:
-            spine = self._add_vertex("spine")
-            up, down = [], []
+            if f.spine == "ecmp":
+                # one spine switch per node-port of a leaf, every leaf linked to every spine switch
+                spines = [self._add_vertex(f"spine{j}") for j in range(N)]
+            else:
+                spines = [self._add_vertex("spine")]
+            width = N if f.spine == "adaptive" else 1      # node-ports one uplink stands for
             for k, leaf in enumerate(leaves):
-                bw = sum(nic_port[self.nics[k]].bandwidth for _ in range(N)) / f.oversubscription
-                cap = INF if f.oversubscription == 1 else bw
-                up.append(self._add_link(leaf, spine, cap, f.latency, "spine"))
-                down.append(self._add_link(spine, leaf, cap, 0.0, "spine"))
-            for a in range(len(leaves)):
-                for b in range(len(leaves)):
-                    if a != b:
-                        self._core[(a, b)] = [up[a], down[b]]
+                bw = nic_port[self.nics[k]].bandwidth * width / f.oversubscription
+                if f.spine == "adaptive" and f.oversubscription == 1:
+                    bw = INF                               # non-blocking: never the bottleneck
+                self._up.append([self._add_link(leaf, sp, bw, f.latency, "spine") for sp in spines])
+                self._down.append([self._add_link(sp, leaf, bw, 0.0, "spine") for sp in spines])
 
     def _tpath(self, u: int, v: int) -> list[int] | None:
-        """Template links of the shortest path u -> v (GPUs and NICs do not forward)."""
+        """Template links of the route u -> v inside a server: the fewest links, among those the
+        widest (largest smallest bandwidth), ties towards lower-numbered devices — NCCL's choice
+        (a breadth-first search over links sorted by bandwidth). GPUs and NICs do not forward."""
         par = self._parents.get(u)
         if par is None:
-            par = [None] * self._V
-            par[u] = (-1, -1)
-            q = deque([u])
-            while q:
-                x = q.popleft()
-                if x != u and self._tkinds[x] in _ENDPOINTS:
-                    continue
-                for y, e in self._adj[x]:
-                    if par[y] is None:
-                        par[y] = (x, e)
-                        q.append(y)
-            self._parents[u] = par
+            par = self._parents[u] = self._search(u)
         if par[v] is None:
             return None
         out = []
@@ -406,6 +419,28 @@ class Network:
             v = x
         out.reverse()
         return out
+
+    def _search(self, u: int) -> list:
+        """Breadth-first layers from u; each vertex keeps the parent giving the widest path."""
+        V, cap, kinds, adj = self._V, self._tcap, self._tkinds, self._adj
+        par: list = [None] * V
+        width = [0.0] * V
+        par[u], width[u] = (-1, -1), INF
+        layer = [u]
+        while layer:
+            nxt: dict[int, None] = {}
+            for x in layer:                  # in vertex order: ties go to the lower parent
+                if x != u and kinds[x] in _ENDPOINTS:
+                    continue
+                for y, e in adj[x]:
+                    if y == u or (par[y] is not None and y not in nxt):
+                        continue             # reached in an earlier layer
+                    w = min(width[x], cap[e])
+                    if par[y] is None or w > width[y]:
+                        par[y], width[y] = (x, e), w
+                        nxt[y] = None
+            layer = sorted(nxt)
+        return par
 
     def _rail_pairs(self) -> list[int]:
         """Each GPU's NIC (index into self.nics): the nearest, NICs shared out evenly in order."""
@@ -432,6 +467,10 @@ class Network:
     def node_of(self, rank: int) -> int:
         return rank // self.gpus
 
+    def node_of_vertex(self, v: int) -> int:
+        """The node holding vertex ``v``; -1 for the fabric's switches."""
+        return v // self._V if v < self._V * self.nodes else -1
+
     def link_name(self, link: int) -> str:
         return f"{self.vertex_names[self.link_src[link]]}->{self.vertex_names[self.link_dst[link]]}"
 
@@ -455,13 +494,15 @@ class Network:
             links = [na * E + e for e in self._tpath(ga, self.nics[ka])]
             links.append(self._nic_up[(na, ka)])
             if self.fabric == "rail" and ka != kb:
-                links.extend(self._core[(ka, kb)])
+                j = ecmp(na, ka, nb, kb, self.nodes) if self.spec.fabric.spine == "ecmp" else 0
+                links.extend((self._up[ka][j], self._down[kb][j]))
             links.append(self._nic_down[(nb, kb)])
             links.extend(nb * E + e for e in self._tpath(self.nics[kb], gb))
-        cap = self.link_cap
+        cap, ovh = self.link_cap, self.link_ovh
         res = tuple(x for x in links if cap[x] != INF)
         return Route(tuple(links), res, sum(self.link_lat[x] for x in links),
-                     sum(self.link_ovh[x] for x in links), min((cap[x] for x in res), default=INF))
+                     sum(ovh[x] for x in links), min((cap[x] for x in res), default=INF),
+                     tuple(x for x in res if ovh[x] > 0))
 
     def describe(self) -> str:
         shape = f"{self.nodes} node{'s' if self.nodes > 1 else ''} x {self.gpus} GPUs"
@@ -469,4 +510,4 @@ class Network:
 
 
 __all__ = ["DEVICE_KINDS", "FABRIC_KINDS", "DeviceSpec", "FabricSpec", "LinkSpec", "Network",
-           "NetworkSpec", "Route"]
+           "NetworkSpec", "Route", "ecmp"]
