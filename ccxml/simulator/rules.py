@@ -1,8 +1,8 @@
 """HCCL's rule of thumb for picking an algorithm (hccl-algorithms.md §1, §11; the seed design §3.11).
 
 HCCL chooses per level. Inside a server (every pair of ranks directly connected): **Star** for small
-rooted messages (broadcast, gather, reduce, scatter — ccxml's Star has broadcast and gather only,
-so reduce and scatter fall to the next choice), **Mesh** otherwise. Between servers: **PairWise**
+rooted messages (broadcast, gather, reduce, scatter: HCCL has Star templates for the first two
+only, §6, but names all four as Star's), **Mesh** otherwise. Between servers: **PairWise**
 for all-to-all (for large data **Pipeline** where the model shows it is faster: see
 :attr:`Advice.unless_faster`), **AHC** when the groups have unequal sizes, **Pipeline** for large
 data on several multi-rank servers, **Ring** for few servers, **RHD** for a power-of-two server
@@ -71,9 +71,8 @@ def hccl_rule(coll: str, nranks: int, nbytes: float, topology: Topology | None =
 
     if servers == 1:
         if nbytes <= SMALL_BYTES and coll in ROOTED:
-            extra = "" if keep("star") else " (ccxml's Star has no " + coll + ": next choice)"
             return Advice("server-inner", ("star",) + keep("mesh"),
-                          f"one server, small message (<= {SMALL_BYTES // 1024} KiB), rooted: Star{extra}")
+                          f"one server, small message (<= {SMALL_BYTES // 1024} KiB), rooted: Star")
         return Advice("server-inner", keep("mesh") or keep("ring"),
                       "one server: Mesh" + (" (large message)" if nbytes > SMALL_BYTES else ""))
     if coll in ("alltoall", "alltoallv"):

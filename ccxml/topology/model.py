@@ -45,6 +45,7 @@ import functools
 import json
 import math
 import os
+import pathlib
 import tomllib
 from typing import Any, Iterable
 
@@ -125,7 +126,10 @@ class Topology(BaseModel):
         if d.get("network") is not None:
             net = d["network"]
             if not isinstance(net, NetworkSpec):
-                net = d["network"] = NetworkSpec.model_validate(net)
+                try:
+                    net = d["network"] = NetworkSpec.model_validate(net)
+                except ValidationError as e:
+                    raise ValueError(f"network.{_one_line(e)}") from None
             given = [k for k in ("intra", "inter", "alpha", "beta", "gamma", "servers",
                                  "ranks_per_server") if k in d]
             if given:
@@ -425,13 +429,13 @@ def encode_groups(sizes: Iterable[int]) -> str:
 
 # ---- presets --------------------------------------------------------------------------------------
 
-PRESET_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets")
+PRESET_DIR = pathlib.Path(__file__).resolve().parent / "presets"
 
 
 def preset_names() -> list[str]:
     """The packaged presets (``ccxml/topology/presets/NAME.toml``)."""
     try:
-        return sorted(f[:-5] for f in os.listdir(PRESET_DIR) if f.endswith(".toml"))
+        return sorted(f.stem for f in PRESET_DIR.glob("*.toml"))
     except OSError:
         return []
 
@@ -441,8 +445,7 @@ def _preset(name: str) -> NetworkSpec | tuple:
     """A preset's network, or its dedicated-link keys as sorted (key, value) pairs."""
     if name not in preset_names():
         raise TopologyError(f"unknown preset {name!r}; known: {', '.join(preset_names())}")
-    path = os.path.join(PRESET_DIR, name + ".toml")
-    with open(path, "rb") as f:
+    with open(PRESET_DIR / f"{name}.toml", "rb") as f:
         data = tomllib.load(f)
     if "network" in data:
         try:
