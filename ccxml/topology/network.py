@@ -63,9 +63,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
 
 from ccxml.vocab.errors import TopologyError
 
@@ -77,16 +77,22 @@ _ENDPOINTS = ("gpu", "nic")
 _TEMPLATE = re.compile(r"\{([gh])(?:/(\d+))?\}")
 
 
-def _finite_non_negative(v: float, what: str = "value") -> float:
+def _seconds(v) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"{what} must be a finite number >= 0, got {v!r}")
+        raise ValueError(f"must be a finite number >= 0, got {v!r}")
     return float(v)
 
 
-def _positive(v: float) -> float:
+def _rate(v) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise ValueError(f"must be a finite number > 0, got {v!r}")
     return float(v)
+
+
+#: a time in s, or a cost in s per byte (finite, >= 0)
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+#: a bandwidth in bytes/s per direction (finite, > 0)
+Rate = Annotated[float, BeforeValidator(_rate)]
 
 
 class DeviceSpec(BaseModel):
@@ -97,19 +103,9 @@ class DeviceSpec(BaseModel):
 
     name: str
     kind: Literal["nvswitch", "pcie-switch", "cpu", "nic", "switch"]
-    bandwidth: float | None = None
-    latency: float = 0.0
-    overhead: float = 0.0
-
-    @field_validator("bandwidth")
-    @classmethod
-    def _bw(cls, v):
-        return None if v is None else _positive(v)
-
-    @field_validator("latency", "overhead")
-    @classmethod
-    def _times(cls, v):
-        return _finite_non_negative(v)
+    bandwidth: Rate | None = None
+    latency: Seconds = 0.0
+    overhead: Seconds = 0.0
 
 
 class LinkSpec(BaseModel):
@@ -119,19 +115,9 @@ class LinkSpec(BaseModel):
 
     a: str
     b: str
-    bandwidth: float             # B/s per direction
-    latency: float = 0.0         # s
+    bandwidth: Rate              # B/s per direction
+    latency: Seconds = 0.0
     kind: str = "link"           # a label: nvlink, xgmi, hccs, pcie, sys, ...
-
-    @field_validator("bandwidth")
-    @classmethod
-    def _bw(cls, v):
-        return _positive(v)
-
-    @field_validator("latency")
-    @classmethod
-    def _lat(cls, v):
-        return _finite_non_negative(v)
 
 
 class FabricSpec(BaseModel):
@@ -140,19 +126,13 @@ class FabricSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["rail", "switch", "none"] = "switch"
-    latency: float = 0.0              # s per switch crossed
-    oversubscription: float = 1.0     # rail: leaf downlink / uplink bandwidth (1 = non-blocking)
+    latency: Seconds = 0.0            # per switch crossed
+    oversubscription: Rate = 1.0      # rail: leaf downlink / uplink bandwidth (1 = non-blocking)
     spine: Literal["adaptive", "ecmp"] = "adaptive"   # rail: how cross-rail traffic picks a spine
-
-    @field_validator("latency")
-    @classmethod
-    def _lat(cls, v):
-        return _finite_non_negative(v)
 
     @field_validator("oversubscription")
     @classmethod
     def _over(cls, v):
-        v = _positive(v)
         if v < 1:
             raise ValueError(f"must be >= 1 (1 = non-blocking), got {v}")
         return v
@@ -167,7 +147,7 @@ class NetworkSpec(BaseModel):
     description: str = ""
     gpus: int
     nodes: int = 1
-    gamma: float = 0.0                   # s per byte reduced on a GPU
+    gamma: Seconds = 0.0                 # s per byte reduced on a GPU
     devices: tuple[DeviceSpec, ...] = ()
     links: tuple[LinkSpec, ...] = ()
     fabric: FabricSpec = FabricSpec()
@@ -179,10 +159,6 @@ class NetworkSpec(BaseModel):
             raise ValueError(f"must be an integer >= 1, got {v!r}")
         return v
 
-    @field_validator("gamma")
-    @classmethod
-    def _gamma(cls, v):
-        return _finite_non_negative(v)
 
     def with_nodes(self, nodes: int) -> "NetworkSpec":
         """The same server joined ``nodes`` times."""
