@@ -395,7 +395,10 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         notes.append(f"the rule's choice ({', '.join(advice.algorithms) or 'none'}) {why}")
     elif rule_pick != names[0]:
         why = ""
-        if not topo.is_network and topo.servers > 1:
+        if advice.level == "server-outer" and rule_pick in ("ring", "rhd", "nhr", "nb"):
+            why = (f"; the rule names the algorithm between servers, ccxml's {rule_pick} runs over "
+                   f"all ranks at once")
+        elif not topo.is_network and topo.servers > 1:
             why = ("; the dedicated-link model gives every pair of ranks its own full-duplex link, "
                    "which favours many-link algorithms more than real NICs do (try --preset)")
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
