@@ -26,37 +26,43 @@ def topo(preset: str, nodes: int) -> Topology:
     return load_preset(preset, nodes)
 
 
-def check_bound(alg: str, coll: str, preset: str, nodes: int, n: int) -> None:
+def check_bound(alg: str, coll: str, preset: str, nodes: int, n: int) -> bool:
+    """Assert the simulated time is not below the bound; False when ``alg`` cannot build this."""
     t = topo(preset, nodes)
-    p = t.nranks
+    p = t.nranks or 8
     try:
         sched = algorithm_schedule(alg, coll, p, topology=t, max_bytes=n)
-    except ValueError as e:
-        pytest.skip(f"{alg} cannot build {coll} on {p} ranks: {e}")
+    except ValueError:
+        return False
     r = simulate_schedule(sched, n, t)
     b = lower_bound(t, coll, p, n)
     assert b.time_s > 0
     assert r.time_s >= b.time_s * (1 - 1e-9), (f"{alg} {coll} on {preset} x {nodes}: {r.time_s:.6e} s "
                                                 f"beats the bound {b.time_s:.6e} s ({b.cut})")
+    return True
+
+
+def check_or_skip(alg: str, coll: str, shapes) -> None:
+    built = [check_bound(alg, coll, *shape) for shape in shapes]
+    if not any(built):
+        pytest.skip(f"{alg} cannot build {coll} on any of {shapes}")
 
 
 @pytest.mark.parametrize("alg, coll", cases())
 def test_no_schedule_beats_the_cut_bounds_of_dgx_h100(alg, coll):
-    check_bound(alg, coll, "dgx-h100", 2, 16 << 20)
+    check_or_skip(alg, coll, [("dgx-h100", 2, 16 << 20)])
 
 
 @pytest.mark.parametrize("alg, coll", [c for c in cases() if c[1] in ("allreduce", "alltoall", "broadcast")])
 def test_no_schedule_beats_the_cut_bounds_of_pcie(alg, coll):
-    check_bound(alg, coll, "pcie", 2, 16 << 20)
+    check_or_skip(alg, coll, [("pcie", 2, 16 << 20)])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", ["dgx-h100", "dgx-a100", "mi300x", "ascend-910b", "pcie", "flat"])
 @pytest.mark.parametrize("alg, coll", cases())
 def test_no_schedule_beats_the_cut_bounds_of_any_preset(preset, alg, coll):
-    for nodes in (1, 4):
-        for n in (64 << 10, 256 << 20):
-            check_bound(alg, coll, preset, nodes, n)
+    check_or_skip(alg, coll, [(preset, nodes, n) for nodes in (1, 4) for n in (64 << 10, 256 << 20)])
 
 
 def test_cut_bytes_follow_the_collectives():
