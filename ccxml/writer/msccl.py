@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ccxml.ir.nodes import GPU, Algo, Step, wire_operands
+from ccxml.ir.nodes import GPU, TB, Algo, Step, wire_operands
 from ccxml.vocab.errors import LimitError
 from ccxml.vocab.wire import (
     CUSTOM_COLL,
@@ -111,19 +111,33 @@ def algo_attrs(algo: Algo, target: str) -> dict[str, str]:
     return attrs
 
 
+def tb_element(tb: TB):
+    """One ``<tb>`` and its steps as an lxml element."""
+    from lxml import etree
+    t = etree.Element("tb", {"id": str(tb.id), "send": str(tb.send), "recv": str(tb.recv),
+                             "chan": str(tb.chan)})
+    for st in tb.steps:
+        etree.SubElement(t, "step", step_attrs(st))
+    return t
+
+
+def gpu_element(gpu: GPU):
+    """One ``<gpu>`` and its thread blocks as an lxml element."""
+    from lxml import etree
+    g = etree.Element("gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
+                              "o_chunks": str(gpu.output_chunks),
+                              "s_chunks": str(scratch_chunks(gpu))})
+    for tb in gpu.tbs:
+        g.append(tb_element(tb))
+    return g
+
+
 def to_element(algo: Algo, target: str = "exec"):
     """The file as an lxml tree."""
     from lxml import etree
     root = etree.Element("algo", algo_attrs(algo, target))
     for gpu in algo.gpus:
-        g = etree.SubElement(root, "gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
-                                            "o_chunks": str(gpu.output_chunks),
-                                            "s_chunks": str(scratch_chunks(gpu))})
-        for tb in gpu.tbs:
-            t = etree.SubElement(g, "tb", {"id": str(tb.id), "send": str(tb.send),
-                                           "recv": str(tb.recv), "chan": str(tb.chan)})
-            for st in tb.steps:
-                etree.SubElement(t, "step", step_attrs(st))
+        root.append(gpu_element(gpu))
     return root
 
 
