@@ -44,9 +44,27 @@ class Collective:
         return buffer, index
 
 
-def _check_report(r: int, c: int, what: str) -> None:
-    # msccl-tools prints each wrong chunk (its check's output is part of a script's output)
-    print(f"Rank {r} chunk {c} is incorrect {what}")
+def _check_slots(prog, buffer, expected) -> bool:
+    """Whether every (rank, index, want) of ``expected`` holds: the chunk at ``index`` of
+    ``buffer`` on ``rank`` is the input chunk ``want`` = (origin rank, origin index), or equals
+    ``want`` when it is a ReduceChunk. Each wrong chunk is printed, as msccl-tools' checks print
+    them (their output is part of a script's output)."""
+    ok = True
+    for r, index, want in expected:
+        chunk = prog.buffers[r][buffer][index]
+        if type(want) is tuple:
+            right = chunk is not None and (chunk.origin_rank, chunk.origin_index) == want
+        else:
+            right = chunk is not None and chunk == want
+        if not right:
+            print(f"Rank {r} chunk {index} is incorrect should be {want} given {chunk}")
+            ok = False
+    return ok
+
+
+def _sum_of(num_ranks: int, index: int) -> ReduceChunk:
+    """Input chunk ``index`` of every rank, reduced."""
+    return ReduceChunk(-1, [Chunk(q, index) for q in range(num_ranks)])
 
 
 class AllToAll(Collective):
@@ -64,18 +82,10 @@ class AllToAll(Collective):
         return out
 
     def check(self, prog) -> bool:
-        ok = True
-        for r in range(self.num_ranks):
-            output = prog.buffers[r][Buffer.output]
-            for i in range(self.num_ranks):
-                for c in range(self.chunk_factor):
-                    index = c + i * self.chunk_factor
-                    chunk = output[index]
-                    want = c + r * self.chunk_factor
-                    if chunk is None or chunk.origin_rank != i or chunk.origin_index != want:
-                        _check_report(r, index, f"should be chunk({i},{want}) given {chunk}")
-                        ok = False
-        return ok
+        k = self.chunk_factor
+        return _check_slots(prog, Buffer.output, ((r, i * k + c, (i, r * k + c))
+                                                  for r in range(self.num_ranks)
+                                                  for i in range(self.num_ranks) for c in range(k)))
 
 
 class AllGather(Collective):
@@ -100,17 +110,10 @@ class AllGather(Collective):
         return out
 
     def check(self, prog) -> bool:
-        ok = True
-        for r in range(self.num_ranks):
-            output = prog.buffers[r][Buffer.output]
-            for i in range(self.num_ranks):
-                for c in range(self.chunk_factor):
-                    index = i * self.chunk_factor + c
-                    chunk = output[index]
-                    if chunk is None or chunk.origin_rank != i or chunk.origin_index != c:
-                        _check_report(r, index, f"should be ({i}, {c}) given {chunk}")
-                        ok = False
-        return ok
+        k = self.chunk_factor
+        return _check_slots(prog, Buffer.output, ((r, i * k + c, (i, c))
+                                                  for r in range(self.num_ranks)
+                                                  for i in range(self.num_ranks) for c in range(k)))
 
     def get_buffer_index(self, rank, buffer, index):
         # in place, the input is the rank's block of the output
@@ -133,17 +136,10 @@ class AllReduce(Collective):
         return out
 
     def check(self, prog) -> bool:
-        buf = Buffer.input if self.inplace else Buffer.output
-        ok = True
-        for r in range(self.num_ranks):
-            output = prog.buffers[r][buf]
-            for c in range(self.chunk_factor):
-                want = ReduceChunk(-1, [Chunk(q, c) for q in range(self.num_ranks)])
-                if output[c] is None or output[c] != want:
-                    _check_report(r, c, f"should be ReduceChunk index {c} from all ranks, "
-                                        f"given {output[c]}")
-                    ok = False
-        return ok
+        sums = [_sum_of(self.num_ranks, c) for c in range(self.chunk_factor)]
+        return _check_slots(prog, Buffer.input if self.inplace else Buffer.output,
+                            ((r, c, sums[c]) for r in range(self.num_ranks)
+                             for c in range(self.chunk_factor)))
 
     def get_buffer_index(self, rank, buffer, index):
         if self.inplace and buffer == Buffer.output:
@@ -167,18 +163,9 @@ class ReduceScatter(Collective):
 
     def check(self, prog) -> bool:
         k = self.chunk_factor
-        buf = Buffer.input if self.inplace else Buffer.output
-        ok = True
-        for r in range(self.num_ranks):
-            output = prog.buffers[r][buf]
-            for c in range(k):
-                j = r * k + c
-                at = j if self.inplace else c
-                want = ReduceChunk(-1, [Chunk(q, j) for q in range(self.num_ranks)])
-                if output[at] is None or output[at] != want:
-                    _check_report(r, at, f"should be index {j} from all ranks given {output[at]}")
-                    ok = False
-        return ok
+        return _check_slots(prog, Buffer.input if self.inplace else Buffer.output,
+                            ((r, r * k + c if self.inplace else c, _sum_of(self.num_ranks, r * k + c))
+                             for r in range(self.num_ranks) for c in range(k)))
 
     def get_buffer_index(self, rank, buffer, index):
         # in place, the output is the rank's block of the input
@@ -205,15 +192,8 @@ class Broadcast(Collective):
         return out
 
     def check(self, prog) -> bool:
-        ok = True
-        for r in range(self.num_ranks):
-            output = prog.buffers[r][Buffer.output]
-            for c in range(self.chunk_factor):
-                chunk = output[c]
-                if chunk is None or chunk.origin_rank != self.root or chunk.origin_index != c:
-                    _check_report(r, c, f"should be ({self.root}, {c}) given {chunk}")
-                    ok = False
-        return ok
+        return _check_slots(prog, Buffer.output, ((r, c, (self.root, c)) for r in range(self.num_ranks)
+                                                  for c in range(self.chunk_factor)))
 
 
 __all__ = ["AllGather", "AllReduce", "AllToAll", "Broadcast", "CCXML_COLLS", "Collective",

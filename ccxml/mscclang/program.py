@@ -176,12 +176,20 @@ class MSCCLProgram:
                 f"{len(buf)} chunk(s) for {self.collective.name} of {self.num_ranks} ranks")
         return buf
 
-    def apply_send(self, src, src_buffer, src_index, dst, dst_buffer, dst_index, size):
+    def _operands(self, src, src_buffer, src_index, dst, dst_buffer, dst_index, size, verb: str):
+        """(source slots, buffer, index, destination slots, buffer, index) of a copy or reduce,
+        after the collective's aliasing, range-checked."""
         where = self.collective.get_buffer_index
         src_buffer, src_index = where(src, src_buffer, src_index)
         dst_buffer, dst_index = where(dst, dst_buffer, dst_index)
-        sb = self._slots(src, src_buffer, src_index, size, "copy from", True)
-        db = self._slots(dst, dst_buffer, dst_index, size, "copy to", False)
+        return (self._slots(src, src_buffer, src_index, size, f"{verb} from", True), src_buffer,
+                src_index, self._slots(dst, dst_buffer, dst_index, size,
+                                       f"{verb} {'to' if verb == 'copy' else 'into'}", verb != "copy"),
+                dst_buffer, dst_index)
+
+    def apply_send(self, src, src_buffer, src_index, dst, dst_buffer, dst_index, size):
+        sb, _, src_index, db, _, dst_index = self._operands(src, src_buffer, src_index, dst,
+                                                            dst_buffer, dst_index, size, "copy")
         if size == 1:
             db[dst_index] = sb[src_index]
         else:
@@ -189,11 +197,8 @@ class MSCCLProgram:
                 db[dst_index + i] = sb[src_index + i]
 
     def apply_reduce(self, src, src_buffer, src_index, dst, dst_buffer, dst_index, size):
-        where = self.collective.get_buffer_index
-        src_buffer, src_index = where(src, src_buffer, src_index)
-        dst_buffer, dst_index = where(dst, dst_buffer, dst_index)
-        sb = self._slots(src, src_buffer, src_index, size, "reduce from", True)
-        db = self._slots(dst, dst_buffer, dst_index, size, "reduce into", True)
+        sb, src_buffer, src_index, db, dst_buffer, dst_index = self._operands(
+            src, src_buffer, src_index, dst, dst_buffer, dst_index, size, "reduce")
         for i in range(size):
             into, sent = db[dst_index + i], sb[src_index + i]
             if into is None:

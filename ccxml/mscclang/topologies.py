@@ -155,17 +155,17 @@ def distributed_fully_connected(local_topology: Topology, num_copies: int, remot
 
 
 def distributed_hub_and_spoke(local_topology: Topology, num_copies: int, remote_bw) -> Topology:
+    """:func:`distributed_fully_connected` whose copies reach the others through one switch each."""
+    base = distributed_fully_connected(local_topology, num_copies, remote_bw)
     n = local_topology.num_nodes()
-    total = n * num_copies
-    switches = _copy_switches(n, num_copies, local_topology.switches)
+    switches = list(base.switches)
     for i in range(num_copies):
         local = [j + i * n for j in range(n)]
-        remote = [k for k in range(total) if k // n != i]
+        remote = [k for k in range(n * num_copies) if k // n != i]
         switches.append((local, remote, remote_bw, f"copy_{i}_out_remote"))
         switches.append((remote, local, remote_bw, f"copy_{i}_in_remote"))
     return Topology(f"DistributedHubAndSpoke(local={local_topology.name},copies={num_copies},"
-                    f"bw={remote_bw})", _copy_links(remote_bw, n, total, local_topology.links),
-                    switches)
+                    f"bw={remote_bw})", base.links, switches)
 
 
 def reverse_topology(topology: Topology) -> Topology:
