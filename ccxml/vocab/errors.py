@@ -68,6 +68,12 @@ class ExecutionError(CcxmlError):
     """``ccxml run`` cannot start: no MPI, a process count that is not the file's ngpus, ..."""
 
 
+# ---- front ends ---------------------------------------------------------------------------
+class MSCCLangError(CcxmlError):
+    """An MSCCLang program cannot run: a feature ccxml does not serve, a call MSCCLang itself
+    rejects, or data that does not match the program's collective."""
+
+
 # ---- tools --------------------------------------------------------------------------------
 class TuneError(CcxmlError):
     """Tuning cannot produce a usable directory (no candidate, bad directory, ...)."""
