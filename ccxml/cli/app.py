@@ -22,6 +22,7 @@ COMMANDS = {
     "tune": ("ccxml.cli.tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
     "topology": ("ccxml.cli.topology", "topology", "Show the topology model (presets, files)."),
     "mscclang": ("ccxml.cli.mscclang", "mscclang", "Compile an msccl-tools (MSCCLang) script, unchanged."),
+    "run": ("ccxml.cli.run", "run", "Execute a schedule on MPI processes (mpiexec -n P ccxml run FILE)."),
 }
 
 #: commands that build and drop many schedules in one process keep the cyclic garbage collector
@@ -102,13 +103,22 @@ def main(argv=None):
     except click.exceptions.Abort:
         click.echo("ccxml: aborted", err=True)
         sys.exit(130)
-    except click.exceptions.UsageError as e:
-        click.echo(f"ccxml: {e.format_message()}", err=True)
-        sys.exit(2)
-    except click.ClickException as e:
+    except click.ClickException as e:        # UsageError included
+        if _secondary_rank(args):
+            sys.exit(0)
         click.echo(f"ccxml: {e.format_message()}", err=True)
         sys.exit(2)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _secondary_rank(args) -> bool:
+    """True in the processes other than rank 0 of ``mpiexec -n P ccxml run ...``: they leave a
+    bad command line to rank 0, which prints it once (mpiexec then exits 2); exiting non-zero
+    themselves could make mpiexec kill rank 0 before it has printed."""
+    if not args or args[0] != "run":
+        return False
+    from ccxml.cli.run import launch_rank
+    return bool(launch_rank())
 
 
 def run_script(name: str) -> None:
