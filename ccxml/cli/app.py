@@ -1,6 +1,6 @@
 """The ``ccxml`` command line (click).
 
-Each sub-command lives in its own ``ccxml.commands_*`` module and is imported only when it is
+Each sub-command lives in its own module of this package (:data:`COMMANDS`) and is imported only when it is
 run, so that ``ccxml generate`` does not pay for the interpreter or the simulator.
 """
 from __future__ import annotations
