@@ -302,8 +302,8 @@ def test_missing_file_is_a_load_error(tmp_path):
 
 def _exact_model(text: str):
     """The model the tokenizer builds without the numpy scan (the reference for the table)."""
-    from ccxml.loader.reader import _Reader
-    return _Reader(text, "<string>").run()
+    from ccxml.loader.fast import FastReader
+    return FastReader(text, "<string>").run()
 
 
 def test_step_table_holds_every_canonical_step_and_matches_the_exact_reader():
@@ -427,12 +427,12 @@ def test_a_giant_line_of_quotes_is_read_in_bounded_blocks():
 def test_step_scan_takes_every_canonical_line(old, new):
     """The numpy scan reads canonical lines with long numbers and deep indentation itself
     (the table holds them), not only the slower paths."""
-    from ccxml.loader.reader import _scan_steps
+    from ccxml.loader.scan import scan_steps
     lines = BASE.splitlines(keepends=True)
     k = next(i for i, ln in enumerate(lines) if '<step s="1" type="r"' in ln and 'srcoff="2"' in ln)
     lines[k] = lines[k].replace(old, new, 1)
     text = "".join(lines)
-    scan, span = _scan_steps(text.encode())
+    scan, span = scan_steps(text.encode())
     assert span is not None
     P, table, END, _ = scan
     assert len(P) == text.count("<step ")
