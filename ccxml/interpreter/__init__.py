@@ -13,7 +13,10 @@ the file declares (in-place and/or out-of-place) and reports:
   ``out-of-bounds``, ...).
 
 Modules: :mod:`.program` lowers the schedule, :mod:`.execute` runs it, :mod:`.postcondition`
-checks the result, :mod:`.report` holds the result type.
+checks the result, :mod:`.report` holds the result type. Their fast twins, tried first:
+:mod:`.table` lowers from the loader's numpy step table (twin of :mod:`.program`) and
+:mod:`.levels` proves a clean schedule level by level (twin of :mod:`.execute`); either returns
+None when it cannot answer, and the exact modules run (tests/test_twins.py checks they agree).
 """
 from __future__ import annotations
 
