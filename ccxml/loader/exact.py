@@ -10,7 +10,8 @@ Unusable input raises :class:`~ccxml.vocab.errors.LoadError`. Every pass is line
 Fast twin: :class:`ccxml.loader.fast.FastReader` is this reader with one method overridden,
 :meth:`ExactReader.tb_body`, which reads a canonical ``<tb>`` body in one go (from the numpy
 scan's table, :mod:`ccxml.loader.scan`, or one regex pass) where this reader reads its steps tag
-by tag. They must build equal models with equal lexical issues (tests/test_twins.py).
+by tag. They must build equal models with equal lexical issues (tests/test_twins.py;
+``ccxml.loader.reader.loads(..., fast=False)`` reads with this reader alone).
 """
 from __future__ import annotations
 
@@ -379,9 +380,3 @@ class ExactReader:
     def tb_body(self, tb: ScheduleTB, line: int) -> None:
         """Called right after the ``<tb>`` tag on ``line`` opens ``tb``: the exact reader reads
         the body tag by tag (nothing to do here); the fast twin overrides this."""
-
-
-def read(text: str, path: str = "<string>") -> Schedule:
-    """The exact reader's Schedule of ``text`` (no fast path at all): the reference the fast
-    readers are tested against."""
-    return ExactReader(text, path).run()

@@ -9,7 +9,7 @@ with one regex pass (numbers through the reader's cache of plain decimal strings
 unusual row by row through the exact :meth:`~ccxml.loader.exact.ExactReader.number`); anything
 else is left to the exact reader, tag by tag.
 
-Exact twin: :class:`~ccxml.loader.exact.ExactReader` itself (:func:`ccxml.loader.exact.read`).
+Exact twin: :class:`~ccxml.loader.exact.ExactReader` itself (``loads(..., fast=False)``).
 Both must build equal models with equal lexical issues and line numbers, and fail with the same
 error on the same line (tests/test_twins.py).
 """

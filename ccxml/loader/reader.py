@@ -30,7 +30,7 @@ Guarantees:
   whole file (:func:`~ccxml.loader.scan.scan_steps`), reads the text with the TB bodies that are
   runs of such lines cut out (:func:`~ccxml.loader.scan.cut_bodies`), and falls back to reading
   the whole text when a cut body is not where a TB reads it. Every path gives the exact reader's
-  model (tests/test_twins.py).
+  model (``loads(..., fast=False)``; tests/test_twins.py).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ import mmap
 import os
 import re
 
-from ccxml.loader.exact import MAX_ATTRS, MAX_DEPTH, MAX_VALUE_CHARS, line_of
+from ccxml.loader.exact import MAX_ATTRS, MAX_DEPTH, MAX_VALUE_CHARS, ExactReader, line_of
 from ccxml.loader.fast import FastReader
 from ccxml.loader.model import Schedule
 from ccxml.loader.scan import cut_bodies, scan_steps
@@ -55,9 +55,12 @@ _GOOD_BYTES = bytes(x for x in range(256) if x not in _BAD_BYTES)
 _NOT_BLANK_BYTES = re.compile(rb"[^ \r\n\t]")
 
 
-def loads(data: str | bytes | mmap.mmap, path: str = "<string>") -> Schedule:
+def loads(data: str | bytes | mmap.mmap, path: str = "<string>", *, fast: bool = True) -> Schedule:
     """Parse MSCCL XML from ``data`` (text, bytes, or a file mapped read-only as
-    :func:`load` maps it); see the module docstring for what is guaranteed."""
+    :func:`load` maps it); see the module docstring for what is guaranteed.
+
+    ``fast=False`` reads with the exact reader alone (no scan, no table, no regex pass): the
+    reference the fast path is tested against. Same model and errors, several times slower."""
     if isinstance(data, str):
         if len(data) > MAX_FILE_BYTES:
             raise LoadError(path, None, f"input is {len(data)} characters (limit {MAX_FILE_BYTES})")
@@ -68,7 +71,7 @@ def loads(data: str | bytes | mmap.mmap, path: str = "<string>") -> Schedule:
         raise LoadError(path, None, f"file is {len(data)} bytes (limit {MAX_FILE_BYTES})")
     # the scan counts control characters in the part of the file it reads (reading a binary
     # file is harmless: memory stays bounded and nothing raises)
-    scan, span = scan_steps(data)
+    scan, span = scan_steps(data) if fast else (None, None)
     if span is None:
         controls = bytes(data).translate(None, _GOOD_BYTES)    # what is left: control characters
     else:
@@ -85,6 +88,8 @@ def loads(data: str | bytes | mmap.mmap, path: str = "<string>") -> Schedule:
     enabled = gc.isenabled()
     gc.disable()
     try:
+        if not fast:
+            return ExactReader(str(data, "latin-1"), path).run()
         if scan is not None:
             # read the file with its canonical TB bodies cut out (they are in the table); if a
             # cut body is not where a TB reads it, read the whole text instead
@@ -105,8 +110,9 @@ def loads(data: str | bytes | mmap.mmap, path: str = "<string>") -> Schedule:
             gc.enable()
 
 
-def load(path: str | os.PathLike, *, mapped: bool = False) -> Schedule:
-    """Parse the MSCCL XML file at ``path`` (read once, at most MAX_FILE_BYTES).
+def load(path: str | os.PathLike, *, mapped: bool = False, fast: bool = True) -> Schedule:
+    """Parse the MSCCL XML file at ``path`` (read once, at most MAX_FILE_BYTES); ``fast`` as for
+    :func:`loads`.
 
     ``mapped`` maps a non-empty file instead of reading it into fresh memory (a 254 MB file: 1.4
     s of system time less on a virtual machine). Only for a file that no other process rewrites
@@ -124,4 +130,4 @@ def load(path: str | os.PathLike, *, mapped: bool = False) -> Schedule:
                 data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise LoadError(p, None, f"cannot read: {exc.strerror or exc}") from None
-    return loads(data, p)
+    return loads(data, p, fast=fast)

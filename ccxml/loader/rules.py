@@ -26,6 +26,7 @@ from contextlib import contextmanager
 
 from ccxml.loader.catalogue import ALL_CODES, LAUNCH_CODES, REJECT_CODES, RULES, SAFETY_CODES, Rule
 from ccxml.loader.model import Schedule
+from ccxml.loader.rules_exact import ExactChecker
 from ccxml.loader.rules_fast import FastChecker, table_clean
 from ccxml.vocab.findings import Finding
 from ccxml.vocab.wire import Profile
@@ -52,11 +53,14 @@ def safety_findings(s: Schedule, profile: Profile | str) -> list[Finding]:
     return FastChecker(profile).safety_findings(s)
 
 
-def check(schedule: Schedule, profile: Profile | str) -> list[Finding]:
-    """All loader findings for ``profile``: runtime verdict findings (a) first, then safety (b)."""
-    if table_clean(schedule, profile):
+def check(schedule: Schedule, profile: Profile | str, *, fast: bool = True) -> list[Finding]:
+    """All loader findings for ``profile``: runtime verdict findings (a) first, then safety (b).
+
+    ``fast=False`` applies the exact checker alone (no table proof, no column proofs): the
+    reference the fast checker is tested against."""
+    if fast and table_clean(schedule, profile):
         return []
-    checker = FastChecker(profile)
+    checker = (FastChecker if fast else ExactChecker)(profile)
     with _gc_paused():
         return checker.runtime_findings(schedule) + checker.safety_findings(schedule)
 
