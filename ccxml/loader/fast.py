@@ -186,14 +186,13 @@ class FastReader(ExactReader):
                     ints.update(zip(missing, values))
                     num = [_int_column(c, get, ints) for c in numeric]
         if num is None:
-            rows = list(zip(*cols))
-            ints = dict(ints)      # non-plain strings join this TB's copy only, flagged once
-            for ln, row in enumerate(rows, line + 1):
-                for k in (0, 3, 5, 6, 7, 8, 9):
-                    if row[k] not in ints:
-                        ints[row[k]] = self.number(row[k], INT32, ln, f"step {STEP_ATTRS[k]}")
-            get = ints.__getitem__
-            num = [list(map(get, c)) for c in numeric]
+            # row by row, as the exact reader reads them: every non-plain number is flagged on
+            # its own line, a number out of range raises at its first line
+            number = self.number
+            num = [[] for _ in numeric]
+            for ln, row in enumerate(zip(*cols), line + 1):
+                for col, k in zip(num, (0, 3, 5, 6, 7, 8, 9)):
+                    col.append(number(row[k], INT32, ln, f"step {STEP_ATTRS[k]}"))
         s_, so, do, cnt, di, ds, h = num
         tb.set_columns((s_, c_t, c_sb, so, c_db, do, cnt, di, ds, h, range(line + 1, line + 1 + n)))
         self.at(a)
