@@ -49,8 +49,8 @@ def main() -> None:
                      lambda: build(args.algorithm, args.coll, args.ranks, options=Options()))
         algo = prog.algo
         issued = sum(len(g.pending) for g in algo.gpus)
-        for name, run in pipeline(prof):
-            timed(name, lambda: run(algo))  # noqa: F821 - run at once, before the del below
+        for ps in pipeline(prof):
+            timed(ps.name, lambda: ps.run(algo))  # noqa: F821 - run at once, before the del below
         timed("writer", lambda: to_xml(algo, args.target))  # noqa: F821
         del prog, algo
         gc.collect()
