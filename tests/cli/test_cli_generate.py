@@ -83,6 +83,12 @@ def test_list_shows_the_matrix():
      "2d-ring: --intra must be one of allreduce, reduce; got 'ring'"),
     (["generate", "pipeline", "--servers", "2", "--ranks-per-server", "2", "--inter", "nb"],
      "pipeline allreduce takes no --inter"),
+    (["generate", "ring", "--ranks", "4", "--dump-after", "fuse"],
+     "--dump-after: unknown pass 'fuse'; passes: threadblocks, ordering, fusion, lowering, "
+     "splitting, dependencies, numbering, checks"),
+    (["generate", "ring", "--ranks", "4", "--dump-after", "fusion", "--target", "rccl"],
+     "--dump-after fusion: that pass does not run for target rccl; it runs threadblocks, "
+     "ordering, lowering, splitting"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -176,3 +182,45 @@ def test_the_program_flushes_its_output_and_keeps_exit_codes(tmp_path):
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("ccxml: ")
 
+
+def test_time_passes_prints_cpu_and_memory_of_every_stage(tmp_path):
+    code, out, err = run(["generate", "ring", "--ranks", "8", "--time-passes", "--verify",
+                          "-o", str(tmp_path / "r.xml")])
+    assert code == 0 and "wrote" in out
+    head, columns, *rows, total = err.strip().splitlines()
+    assert "pass timing: ring allreduce, 8 ranks, target exec" in head
+    assert columns.split() == ["cpu", "s", "wall", "s", "cpu", "%", "rss", "MB", "+rss", "MB",
+                               "peak", "MB", "stage"]
+    stages = [row.split(None, 6)[6] for row in rows]
+    assert stages == ["build (Chunk API)", "threadblocks", "ordering", "fusion", "splitting",
+                      "dependencies", "numbering", "checks", "writer", "verify"]
+    cpu = [float(row.split()[0]) for row in rows]
+    assert all(t >= 0 for t in cpu) and float(total.split()[0]) == pytest.approx(sum(cpu), abs=1e-3)
+    assert all(float(row.split()[3]) > 0 and float(row.split()[5]) > 0 for row in rows)  # MB read
+
+
+def test_dump_after_prints_the_ir_after_each_named_pass_and_changes_nothing(tmp_path):
+    plain, dumped = tmp_path / "a.xml", tmp_path / "b.xml"
+    assert run(["generate", "ring", "--ranks", "4", "-o", str(plain)])[0] == 0
+    code, out, err = run(["generate", "ring", "--ranks", "4", "-o", str(dumped),
+                          "--dump-after", "ordering", "--dump-after", "dependencies"])
+    assert code == 0 and dumped.read_bytes() == plain.read_bytes()
+    lines = out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("# ")]
+    assert [lines[i].rsplit("(", 1)[1] for i in heads] == ["after ordering)", "after dependencies)"]
+    ordering = lines[heads[0] + 1:heads[1]]
+    final = lines[heads[1] + 1:-1]
+    assert len(ordering) == 4 * 12 and len(final) == 4 * 7        # 2(p-1) sends -> fused
+    assert ordering[0] == "gpu 0 tb s1/r3/c0 #0 s src i[3] dst - cnt 1 deps [] peer >1#0"
+    assert not any(" rcs " in line for line in ordering) and any(" rcs " in line for line in final)
+    assert lines[-1].startswith("wrote ")  # the dump comes before the summary
+
+
+def test_dump_to_a_file(tmp_path):
+    dump = tmp_path / "ir.txt"
+    code, out, err = run(["generate", "pairwise", "--ranks", "3", "--coll", "alltoall", "-o", "-",
+                          "--dump-after", "numbering", "--dump-to", str(dump)])
+    assert code == 0 and out.startswith("<algo ")
+    text = dump.read_text()
+    assert text.startswith("# pairwise_alltoall: alltoall, 3 gpus") and "(after numbering)" in text
+    assert text.count("\n") == 1 + out.count("<step ")
