@@ -46,10 +46,23 @@ class Pass:
 
     def check(self, algo: Algo) -> str | None:
         """The first part of this pass's guarantee that ``algo`` breaks, as one line, or None."""
+        names = StepNames(algo)
+        return g.first_problem(g.placed(algo, names), *self.guarantees(algo, names))
+
+    def guarantees(self, algo: Algo, names: StepNames) -> tuple[Iterator[str], ...]:
+        """The checks of :mod:`ccxml.passes.guarantees` that make up this pass's guarantee
+        (besides :func:`~ccxml.passes.guarantees.placed`, which every pass keeps)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<pass {self.name} ({self.profile.name})>"
+
+
+def _links_and_order(algo: Algo, n: StepNames, waits_of=g.waits_collected) -> tuple:
+    """What the passes up to the dependency build keep: the links numbered and matched, one
+    global order of all waits."""
+    return (g.links_numbered(algo, n), g.links_matched(algo, n),
+            g.one_global_order(algo, n, waits_of))
 
 
 class AssignThreadblocks(Pass):
@@ -65,13 +78,9 @@ class AssignThreadblocks(Pass):
     def run(self, algo: Algo) -> None:
         assign_threadblocks(algo)
 
-    def check(self, algo: Algo) -> str | None:
-        n = StepNames(algo)
-        return g.first_problem(g.placed(algo, n), g.connections_unique(algo, n),
-                               g.tbs_shared_per_link(algo, n), g.issue_order(algo, n),
-                               g.local_steps_placed(algo, n), g.links_numbered(algo, n),
-                               g.links_matched(algo, n),
-                               g.one_global_order(algo, n, g.waits_collected))
+    def guarantees(self, algo: Algo, n: StepNames) -> tuple:
+        return (g.connections_unique(algo, n), g.tbs_shared_per_link(algo, n),
+                g.issue_order(algo, n), g.local_steps_placed(algo, n), *_links_and_order(algo, n))
 
 
 class OrderSteps(Pass):
@@ -85,11 +94,8 @@ class OrderSteps(Pass):
     def run(self, algo: Algo) -> None:
         order_steps(algo)
 
-    def check(self, algo: Algo) -> str | None:
-        n = StepNames(algo)
-        return g.first_problem(g.placed(algo, n), g.same_tb_waits_first(algo, n),
-                               g.links_numbered(algo, n), g.links_matched(algo, n),
-                               g.one_global_order(algo, n, g.waits_collected))
+    def guarantees(self, algo: Algo, n: StepNames) -> tuple:
+        return (g.same_tb_waits_first(algo, n), *_links_and_order(algo, n))
 
 
 class FuseReceiveSend(Pass):
@@ -104,11 +110,8 @@ class FuseReceiveSend(Pass):
     def run(self, algo: Algo) -> None:
         fuse_receive_send(algo)
 
-    def check(self, algo: Algo) -> str | None:
-        n = StepNames(algo)
-        return g.first_problem(g.placed(algo, n), g.fused_steps_whole(algo, n),
-                               g.links_numbered(algo, n), g.links_matched(algo, n),
-                               g.one_global_order(algo, n, g.waits_collected))
+    def guarantees(self, algo: Algo, n: StepNames) -> tuple:
+        return (g.fused_steps_whole(algo, n), *_links_and_order(algo, n))
 
 
 class LowerReceiveReduce(Pass):
@@ -121,11 +124,8 @@ class LowerReceiveReduce(Pass):
     def run(self, algo: Algo) -> None:
         lower_receive_reduce(algo)
 
-    def check(self, algo: Algo) -> str | None:
-        n = StepNames(algo)
-        return g.first_problem(g.placed(algo, n), g.types_executed(algo, n, self.profile),
-                               g.links_numbered(algo, n), g.links_matched(algo, n),
-                               g.one_global_order(algo, n, g.waits_collected))
+    def guarantees(self, algo: Algo, n: StepNames) -> tuple:
+        return (g.types_executed(algo, n, self.profile), *_links_and_order(algo, n))
 
 
 class SplitLongThreadblocks(Pass):
@@ -139,11 +139,8 @@ class SplitLongThreadblocks(Pass):
     def run(self, algo: Algo) -> None:
         split_long_threadblocks(algo, self.profile)
 
-    def check(self, algo: Algo) -> str | None:
-        n = StepNames(algo)
-        return g.first_problem(g.placed(algo, n), g.pieces_fit_and_chain(algo, n, self.profile),
-                               g.links_numbered(algo, n), g.links_matched(algo, n),
-                               g.one_global_order(algo, n, g.waits_collected))
+    def guarantees(self, algo: Algo, n: StepNames) -> tuple:
+        return (g.pieces_fit_and_chain(algo, n, self.profile), *_links_and_order(algo, n))
 
 
 class BuildDependencies(Pass):
@@ -158,12 +155,9 @@ class BuildDependencies(Pass):
     def run(self, algo: Algo) -> None:
         build_dependencies(algo)
 
-    def check(self, algo: Algo) -> str | None:
-        n = StepNames(algo)
-        return g.first_problem(g.placed(algo, n), g.dependencies_built(algo, n, self.profile),
-                               g.dependencies_cover_waits(algo, n), g.links_numbered(algo, n),
-                               g.links_matched(algo, n),
-                               g.one_global_order(algo, n, g.waits_built))
+    def guarantees(self, algo: Algo, n: StepNames) -> tuple:
+        return (g.dependencies_built(algo, n, self.profile), g.dependencies_cover_waits(algo, n),
+                *_links_and_order(algo, n, g.waits_built))
 
 
 class NumberSteps(Pass):
@@ -176,8 +170,8 @@ class NumberSteps(Pass):
     def run(self, algo: Algo) -> None:
         number_steps(algo)
 
-    def check(self, algo: Algo) -> str | None:
-        return g.first_problem(g.numbered(algo, StepNames(algo)))
+    def guarantees(self, algo: Algo, n: StepNames) -> tuple:
+        return (g.numbered(algo, n),)
 
 
 class CheckLinksAndLimits(Pass):
