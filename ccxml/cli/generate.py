@@ -139,9 +139,11 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
              time_passes=False, dump_after=(), dump_to="-"):
     """Generate ALGORITHM's MSCCL XML for a collective."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
-    from ccxml.passes.timing import PassTimer
     _check_dump_after(dump_after, target, no_fuse)
-    timer = PassTimer() if time_passes else None
+    timer = None
+    if time_passes:
+        from ccxml.passes.timing import PassTimer
+        timer = PassTimer()
     dumps: list[str] = []               # --dump-after sections, for a --dump-to file
     ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file,
                                         preset, nodes)

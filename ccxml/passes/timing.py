@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
 
 try:
     import resource
@@ -39,14 +38,19 @@ def peak_rss_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024     # bytes there, KiB here
 
 
-@dataclass(frozen=True)
 class Lap:
-    name: str
-    cpu: float          # seconds, user + system
-    wall: float         # seconds
-    rss: int            # bytes at the end of the lap
-    growth: int         # bytes the resident set grew (or shrank) during the lap
-    peak: int           # the process's peak resident bytes at the end of the lap
+    """One stage's figures (a plain class: a dataclass would cost every ``ccxml generate``
+    a millisecond and a half of start-up)."""
+
+    __slots__ = ("name", "cpu", "wall", "rss", "growth", "peak")
+
+    def __init__(self, name: str, cpu: float, wall: float, rss: int, growth: int, peak: int):
+        self.name = name
+        self.cpu = cpu          # seconds, user + system
+        self.wall = wall        # seconds
+        self.rss = rss          # bytes at the end of the lap
+        self.growth = growth    # bytes the resident set grew (or shrank) during the lap
+        self.peak = peak        # the process's peak resident bytes at the end of the lap
 
 
 class PassTimer:
