@@ -119,13 +119,18 @@
   function nLinks() { return st.nlinks === "all" ? D.links.length : Math.min(st.nlinks, D.links.length); }
   function layout() {
     dpr = window.devicePixelRatio || 1;
-    W = stepsScroll.clientWidth || 800;
+    // heights first: they decide whether a scroll bar takes some of the width
     var full = AXIS_H + st.rows.length * ROW_H;
     stepsH = Math.max(AXIS_H + ROW_H, Math.min(full, Math.floor(window.innerHeight * 0.68)));
+    stepsCanvas.style.height = stepsH + "px";
     stepsSpace.style.height = Math.max(0, full - stepsH) + "px";
     var lfull = AXIS_H + nLinks() * LINK_H;
     linksH = Math.max(AXIS_H + LINK_H, Math.min(lfull, Math.floor(window.innerHeight * 0.40)));
+    linksCanvas.style.height = linksH + "px";
     linksSpace.style.height = Math.max(0, lfull - linksH) + "px";
+    // one width for both panes, so that their time axes line up
+    stepsCanvas.style.width = linksCanvas.style.width = "1px";
+    W = Math.min(stepsScroll.clientWidth, linksScroll.clientWidth) || 800;
     $("links-note").textContent = D.links.length ? "(" + nLinks() + " of " + D.links.length +
       " links, busiest first: share of the bandwidth in use, averaged over " + D.bins + " slices of the run)" : "(no link carried data)";
   }
