@@ -44,11 +44,12 @@ def _csp_hash(text: str) -> str:
 
 def page_data(view: View) -> dict:
     """The JSON blob the page's script draws (see the module docstring)."""
-    types = sorted({s.type for s in view.steps}, key=lambda t: (_TYPE_ORDER.get(t, len(_TYPE_ORDER)), t))
-    tix = {t: i for i, t in enumerate(types)}
-    bufs = sorted({s.srcbuf for s in view.steps} | {s.dstbuf for s in view.steps})
-    bix = {b: i for i, b in enumerate(bufs)}
     steps = view.steps
+    xml = [s.xml for s in steps]
+    types = sorted({x.type for x in xml}, key=lambda t: (_TYPE_ORDER.get(t, len(_TYPE_ORDER)), t))
+    tix = {t: i for i, t in enumerate(types)}
+    bufs = sorted({x.srcbuf for x in xml} | {x.dstbuf for x in xml})
+    bix = {b: i for i, b in enumerate(bufs)}
     return {
         "title": view.title, "label": view.label, "facts": [list(f) for f in view.facts],
         "notes": list(view.notes), "tick": view.tick, "end": view.makespan,
@@ -56,13 +57,13 @@ def page_data(view: View) -> dict:
         "colors": [c[2] for c in CATEGORIES],
         "types": types, "typecat": [category(t) for t in types], "bufs": bufs,
         "rows": [[r.gpu, r.tb, r.send, r.recv, r.chan, r.first, r.end] for r in view.rows],
-        "steps": {"s": [s.s for s in steps], "t": [tix[s.type] for s in steps],
+        "steps": {"s": [s.index for s in steps], "t": [tix[x.type] for x in xml],
                   "a": [s.start for s in steps], "b": [s.end for s in steps],
-                  "sb": [bix[s.srcbuf] for s in steps], "so": [s.srcoff for s in steps],
-                  "db": [bix[s.dstbuf] for s in steps], "do": [s.dstoff for s in steps],
-                  "n": [s.cnt for s in steps]},
-        "xdep": [x for k, s in enumerate(steps) if s.depid != -1 or s.deps != -1 for x in (k, s.depid, s.deps)],
-        "hasdep": [x for k, s in enumerate(steps) if s.hasdep != 0 for x in (k, s.hasdep)],
+                  "sb": [bix[x.srcbuf] for x in xml], "so": [x.srcoff for x in xml],
+                  "db": [bix[x.dstbuf] for x in xml], "do": [x.dstoff for x in xml],
+                  "n": [x.cnt for x in xml]},
+        "xdep": [v for k, x in enumerate(xml) if x.depid != -1 or x.deps != -1 for v in (k, x.depid, x.deps)],
+        "hasdep": [v for k, x in enumerate(xml) if x.hasdep != 0 for v in (k, x.hasdep)],
         "dep": [x for pair in view.deps for x in pair],
         "src": [x for i, j in enumerate(view.sender) if j >= 0 for x in (i, j)],
         "crit": list(view.critical),

@@ -158,6 +158,12 @@
     }
     ctx.beginPath(); ctx.moveTo(0, AXIS_H - 0.5); ctx.lineTo(W, AXIS_H - 0.5); ctx.stroke();
   }
+  function gutter(ctx, h, px) {          // blank the label column below the axis, set the font
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, AXIS_H, GUTTER, h - AXIS_H);
+    ctx.font = px + "px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+  }
   function firstEndingAfter(r, t) {       // first step of row r whose end >= t (ends are sorted)
     var lo = R[r][5], hi = R[r][6];
     while (lo < hi) { var mid = (lo + hi) >> 1; if (S.b[mid] < t) lo = mid + 1; else hi = mid; }
@@ -247,11 +253,7 @@
       ring(ctx, st.hover, SEL, 1);
     }
     ctx.restore();
-    // gutter: one label per thread block
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, AXIS_H, GUTTER, stepsH - AXIS_H);
-    ctx.font = "11px system-ui, sans-serif";
-    ctx.textBaseline = "middle";
+    gutter(ctx, stepsH, 11);                // one label per thread block
     for (i = first; i < last; i++) {
       r = st.rows[i];
       var row = R[r], yl = AXIS_H + i * ROW_H - top + ROW_H / 2;
@@ -285,10 +287,7 @@
       }
     }
     ctx.restore();
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, AXIS_H, GUTTER, linksH - AXIS_H);
-    ctx.font = "10px system-ui, sans-serif";
-    ctx.textBaseline = "middle";
+    gutter(ctx, linksH, 10);                // one label per link
     for (i = first; i < last; i++) {
       var ln = D.links[i], yl = AXIS_H + i * LINK_H - top + LINK_H / 2;
       ctx.fillStyle = "#1d1d1f";

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ccxml.loader.model import ScheduleStep
 from ccxml.vocab.wire import StepType
 
 #: the five kinds of step in the legend: name, the wire step types it covers, its colour
@@ -59,18 +60,14 @@ class Row:
 class Step:
     """One real step (nops are not steps) with its simulated span in ticks."""
     row: int
-    s: int               # position in its thread block (the XML ``s``)
-    type: str
+    index: int           # position in its thread block
     start: int
     end: int
-    srcbuf: str
-    srcoff: int
-    dstbuf: str
-    dstoff: int
-    cnt: int
-    depid: int
-    deps: int
-    hasdep: int
+    xml: ScheduleStep    # the file's <step>: type, buffers, offsets, cnt, depid/deps/hasdep
+
+    @property
+    def type(self) -> str:
+        return self.xml.type
 
 
 @dataclass(frozen=True)
@@ -146,14 +143,12 @@ def build_view(schedule, result, *, label: str, topology: str = "", notes: list[
     for g in sorted(schedule.gpus, key=lambda g: g.id):
         for tb in sorted(g.tbs, key=lambda tb: tb.id):
             first = len(steps)
-            cols = tb.columns()
-            for index, (typ, sb, so, db, do, cnt, depid, deps, hasdep) in enumerate(zip(*cols[1:10])):
+            for index, xml in enumerate(tb.read_steps()):
                 sp = spans.get((g.id, tb.id, index))
                 if sp is None:          # a nop: not a step
                     continue
                 ref_id[(g.id, tb.id, index)] = len(steps)
-                steps.append(Step(len(rows), index, typ, ticks(sp.start), ticks(sp.end), sb, so, db, do,
-                                  cnt, depid, deps, hasdep))
+                steps.append(Step(len(rows), index, ticks(sp.start), ticks(sp.end), xml))
             rows.append(Row(g.id, tb.id, tb.send, tb.recv, tb.chan, first, len(steps)))
     dep_pairs: list[tuple[int, int]] = []
     sender = [-1] * len(steps)

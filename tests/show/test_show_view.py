@@ -20,7 +20,7 @@ def small_view():
 def ref(view, k):
     st = view.steps[k]
     row = view.rows[st.row]
-    return row.gpu, row.tb, st.s
+    return row.gpu, row.tb, st.index
 
 
 def test_one_row_per_thread_block_in_rank_order_with_its_real_steps():
@@ -39,9 +39,10 @@ def test_one_row_per_thread_block_in_rank_order_with_its_real_steps():
     assert view.makespan * view.tick == pytest.approx(res.time_s, rel=1e-8)
     # the file's own columns ride along for the details
     rcs = view.steps[[ref(view, k) for k in range(len(view.steps))].index(RCS)]
-    assert (rcs.srcbuf, rcs.srcoff, rcs.dstbuf, rcs.dstoff, rcs.cnt, rcs.depid, rcs.deps, rcs.hasdep) == \
-        ("i", 1, "o", 1, 1, 1, 0, 0)
-    assert view.steps[1].dstbuf == "<b>&amp;"                 # raw, as the runtime reads it
+    x = rcs.xml
+    assert (x.type, x.srcbuf, x.srcoff, x.dstbuf, x.dstoff, x.cnt, x.depid, x.deps, x.hasdep) == \
+        ("rcs", "i", 1, "o", 1, 1, 1, 0, 0)
+    assert view.steps[1].xml.dstbuf == "<b>&amp;"             # raw, as the runtime reads it
 
 
 def test_dependencies_and_peers_point_at_the_steps_that_released_and_fed_them():
