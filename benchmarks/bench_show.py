@@ -21,6 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))                      # this checkout
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 from calibration import calibration_line  # noqa: E402
 
 from ccxml.cli.app import main as ccxml  # noqa: E402
@@ -72,6 +73,7 @@ def load_ms(d, path: str) -> tuple[float, float]:
 
 
 def main() -> None:
+    announce(times_native=False)        # the simulator and the renderer are never compiled
     print(calibration_line())
     with tempfile.TemporaryDirectory(prefix="bench-show-") as tmp:
         d = browser(os.path.join(tmp, "profile"))

@@ -1,4 +1,5 @@
-"""``ccxml show`` from the command line, in process: files and algorithms, HTML and SVG, bad input."""
+"""``ccxml show`` from the command line, in process (click's CliRunner): files and algorithms, HTML
+and SVG, bad input."""
 from __future__ import annotations
 
 import json
@@ -6,22 +7,8 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from click.testing import CliRunner
+from in_process import ccxml as run  # (exit code, stdout, stderr) as the program exits
 from show_pages import small_xml
-
-from ccxml.cli.app import main
-
-
-def run(*argv):
-    """(exit code, stdout, stderr) of ``ccxml ARGV`` as the program exits (usage errors: 2)."""
-    runner = CliRunner()
-    with runner.isolation() as (out, err, _):
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as e:
-            code = e.code
-    return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 def page_data(path):

@@ -8,9 +8,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from in_process import ccxml
 from show_pages import HOSTILE_NAME, RCS, RCS_DEP, RCS_PEERS, small_xml
-
-from ccxml.cli.app import main
 
 INSTALL = ("apt-get install -y chromium chromium-driver (Debian; other systems: a Chromium and its "
            "chromedriver on PATH) and pip install 'ccxml[test]' for selenium")
@@ -47,9 +46,8 @@ def browser(tmp_path_factory):
 def show(tmp_path, *args) -> str:
     """Run ``ccxml show ARGS -o page.html`` in process; the page's path."""
     out = tmp_path / "page.html"
-    with pytest.raises(SystemExit) as e:
-        main(["show", *args, "-o", str(out)])
-    assert e.value.code == 0
+    code, _, err = ccxml("show", *args, "-o", out)
+    assert code == 0, err
     return str(out)
 
 
