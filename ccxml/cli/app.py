@@ -19,6 +19,7 @@ COMMANDS = {
     "verify": ("ccxml.cli.verify", "verify", "Load and prove MSCCL XML files."),
     "simulate": ("ccxml.cli.simulate", "simulate", "Estimate a schedule's time (alpha-beta-gamma)."),
     "select": ("ccxml.cli.simulate", "select", "Rank algorithms for a collective by simulated time."),
+    "show": ("ccxml.cli.show", "show", "Draw a schedule's simulated timeline (HTML page or SVG)."),
     "tune": ("ccxml.cli.tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
     "topology": ("ccxml.cli.topology", "topology", "Show the topology model (presets, files)."),
     "mscclang": ("ccxml.cli.mscclang", "mscclang", "Compile an msccl-tools (MSCCLang) script, unchanged."),
@@ -48,6 +49,26 @@ def keep_freed_memory() -> bool:
 
 
 class LazyGroup(click.Group):
+    """The ``ccxml`` group: commands are imported when run, and run as a program (click's
+    standalone mode) a usage error or ClickException is one line ``ccxml: ...`` on stderr and
+    exit code 2 (printed by rank 0 only under ``mpiexec ... ccxml run``), never click's usage
+    block or a traceback; an abort exits 130."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name or "ccxml", complete_var, False, **extra)
+        except click.exceptions.Abort:
+            click.echo("ccxml: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as e:          # UsageError included
+            if _secondary_rank(sys.argv[1:] if args is None else list(args)):
+                sys.exit(0)
+            click.echo(f"ccxml: {e.format_message()}", err=True)
+            sys.exit(2)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def list_commands(self, ctx):
         return list(COMMANDS)
 
@@ -91,24 +112,18 @@ def cli():
 
 
 def main(argv=None):
-    """Entry point: usage errors and ClickExceptions exit 2 with one line, never a traceback."""
+    """Entry point of a ``ccxml`` process: :data:`cli` as a program (exits; usage errors exit 2
+    with one line, see :class:`LazyGroup`), with the process-wide settings of a one-shot run.
+
+    Those settings stay for the rest of the process: tests run :data:`cli` in-process with
+    click's ``CliRunner`` instead, and this function in a subprocess."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args[0] not in MANY_SCHEDULES:
         # generate / verify / simulate build one large object graph that lives until exit: the
         # cyclic collector would only traverse it again and again (~40% of generation time)
         gc.disable()
         keep_freed_memory()
-    try:
-        rv = cli.main(args=argv, prog_name="ccxml", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("ccxml: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as e:        # UsageError included
-        if _secondary_rank(args):
-            sys.exit(0)
-        click.echo(f"ccxml: {e.format_message()}", err=True)
-        sys.exit(2)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    cli.main(args=args, prog_name="ccxml")
 
 
 def _secondary_rank(args) -> bool:

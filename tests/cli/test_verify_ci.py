@@ -8,13 +8,12 @@ import sys
 
 import pytest
 from handbuilt import direct_alltoall, split_allgather
+from in_process import ccxml
 from lxml import etree
 
 
-def run(*args, cwd=None):
-    p = subprocess.run([sys.executable, "-m", "ccxml", "verify", *map(str, args)],
-                       capture_output=True, text=True, timeout=120, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
+def run(*args):
+    return ccxml("verify", *args)
 
 
 @pytest.fixture
