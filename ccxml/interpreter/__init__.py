@@ -13,7 +13,10 @@ the file declares (in-place and/or out-of-place) and reports:
   ``out-of-bounds``, ...).
 
 Modules: :mod:`.program` lowers the schedule, :mod:`.execute` runs it, :mod:`.postcondition`
-checks the result, :mod:`.report` holds the result type.
+checks the result, :mod:`.report` holds the result type. Their fast twins, tried first:
+:mod:`.table` lowers from the loader's numpy step table (twin of :mod:`.program`) and
+:mod:`.levels` proves a clean schedule level by level (twin of :mod:`.execute`); either returns
+None when it cannot answer, and the exact modules run (tests/test_twins.py checks they agree).
 """
 from __future__ import annotations
 
@@ -41,28 +44,28 @@ SCHEDULE_CODES = {"deadlock": "dl", "deadlock-fifo": "dl-fifo", "shared-connecti
 _COLL_ALIASES = {"reduce_scatter": Coll.REDUCESCATTER}
 
 
-def _load(source) -> Schedule:
+def _load(source, fast: bool) -> Schedule:
     if isinstance(source, Schedule):
         return source
     from ccxml.loader import reader as xmlload
     if isinstance(source, os.PathLike):
-        return xmlload.load(os.fspath(source))
+        return xmlload.load(os.fspath(source), fast=fast)
     if isinstance(source, bytes):
         source = source.decode("utf-8", "replace")
     if isinstance(source, str):
         if source.lstrip().startswith("<"):
-            return xmlload.loads(source)
-        return xmlload.load(source)
+            return xmlload.loads(source, fast=fast)
+        return xmlload.load(source, fast=fast)
     raise TypeError(f"verify() takes a path, XML text or a Schedule, not {type(source).__name__}")
 
 
-def _loader_findings(schedule: Schedule, target: str) -> tuple[list[Finding], str | None]:
+def _loader_findings(schedule: Schedule, target: str, fast: bool) -> tuple[list[Finding], str | None]:
     try:
         from ccxml.loader import rules as loadcheck
     except ImportError:          # the loader checks are optional for the interpreter
         return [], "loader checks unavailable"
     from ccxml.vocab.wire import profile
-    return list(loadcheck.check(schedule, profile(target))), None
+    return list(loadcheck.check(schedule, profile(target), fast=fast)), None
 
 
 def collective_for(schedule: Schedule, coll=None, root=None, counts=None) -> tuple[Collective | None, str | None]:
@@ -104,31 +107,34 @@ def call_forms(schedule: Schedule, inplace: bool | None) -> list[bool]:
 
 
 def verify(source, *, target: str = "exec", coll=None, root: int | None = None,
-           inplace: bool | None = None, counts=None) -> Report:
+           inplace: bool | None = None, counts=None, fast: bool = True) -> Report:
     """Load ``source`` (path, XML text or Schedule) and prove it, for the ``target`` runtime.
 
     ``coll``/``root`` override the file's ``coll``/``root`` attributes; ``inplace`` picks one call
     form (default: every form the file declares); ``counts`` is alltoallv's P×P chunk matrix.
     Raises the loader's error (a ValueError) when the file cannot be parsed at all.
+    ``fast=False`` runs every stage's exact twin alone (exact reader, exact loader checker,
+    :mod:`.program` and :mod:`.execute`): the reference the fast paths are tested against;
+    the same report, slower.
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()          # the interpreter allocates many small acyclic objects
     try:
-        return _verify(source, target, coll, root, inplace, counts)
+        return _verify(source, target, coll, root, inplace, counts, fast)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _verify(source, target, coll, root, inplace, counts) -> Report:
+def _verify(source, target, coll, root, inplace, counts, fast) -> Report:
     t0 = time.perf_counter()
-    schedule = _load(source)
+    schedule = _load(source, fast)
     t_load = time.perf_counter() - t0
     findings: list[Finding] = []
     stats: dict = {"gpus": len(schedule.gpus), "tbs": sum(len(g.tbs) for g in schedule.gpus),
                    "steps": schedule.nsteps, "coll": schedule.coll, "proto": schedule.proto,
                    "target": target}
-    loader, note = _loader_findings(schedule, target)
+    loader, note = _loader_findings(schedule, target, fast)
     findings.extend(loader)
     if note:
         stats["loader"] = note
@@ -138,7 +144,7 @@ def _verify(source, target, coll, root, inplace, counts) -> Report:
     forms = call_forms(schedule, inplace)
     stats["forms"] = ["in-place" if f else "out-of-place" for f in forms]
     seen: set = {(f.code, f.message, f.gpu, f.tb, f.step) for f in findings}
-    per_form = _verify_table(schedule, collective, forms, stats)
+    per_form = _verify_table(schedule, collective, forms, stats) if fast else None
     if per_form is None:
         try:
             prog = lower(schedule)
@@ -146,7 +152,7 @@ def _verify(source, target, coll, root, inplace, counts) -> Report:
             prog = None
             findings.append(Finding("not-executable", f"{e}; the interpreter cannot run this file"))
         stats["instructions"] = prog.ninstr if prog else 0
-        per_form = [(_label(form), _verify_form(prog, collective, form, stats, _label(form)))
+        per_form = [(_label(form), _verify_form(prog, collective, form, stats, _label(form), fast))
                     for form in (forms if prog is not None else ())]
     for label, found in per_form:
         prefix = f"[{label}] " if len(forms) > 1 else ""
@@ -192,10 +198,10 @@ def _verify_table(schedule, collective, forms, stats: dict):
     return out
 
 
-def _verify_form(prog, collective, form: bool, stats: dict, label: str) -> list[Finding]:
+def _verify_form(prog, collective, form: bool, stats: dict, label: str, fast: bool) -> list[Finding]:
     out = list(prog.findings)
     out.extend(place(prog, collective, form))
-    data_res = prove(prog)
+    data_res = prove(prog) if fast else None
     if data_res is None:
         data_res = _exact(prog, out)
     return _form_findings(prog, collective, data_res, out, stats, label)

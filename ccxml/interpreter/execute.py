@@ -33,6 +33,15 @@ disjoint slices of every chunk, so instructions of different iterations never ov
 one iteration is checked. For the same reason, and because a system of deterministic TBs with
 monotone flags and FIFO links is confluent, one iteration completes iff all do (links are empty at
 the end of a correct iteration), so one iteration also decides deadlock.
+
+:func:`replay` is a small object (:class:`_Replay`): the memory, the messages in flight and the
+findings, the data actions as methods (read, reduce, write) and the walk over the order in one
+loop; the race check's clocks are another (:class:`_Races`).
+
+Fast twin: :func:`ccxml.interpreter.levels.prove` (on a Program from :mod:`.program` or
+:mod:`.table`) answers for a clean schedule in bulk, or returns None and this engine runs. When it
+answers, this engine completes with no finding and the same final memory and leftover messages
+(tests/test_twins.py).
 """
 from __future__ import annotations
 
@@ -385,40 +394,107 @@ def initial_memory(prog: Program, V: Values) -> list:
 
 def replay(prog: Program, ctl: Control) -> ExecResult:
     """Evaluate the symbolic data of the placed call form along ``ctl.order``."""
-    tbs = prog.tbs
-    rep = _Reporter()
-    V = Values(prog)
-    UNINIT, DUP, RM, SH, LIM = V.UNINIT, V.DUP, V.RM, V.SH, V.LIM
+    return _Replay(prog, ctl).run()
 
-    mem = initial_memory(prog, V)
 
-    K, DK, CN, SRC, DST = prog.kind, prog.dkind, prog.cnt, prog.src_loc, prog.dst_loc
-    src_of = ctl.src_of
-    fused = prog.fused
-    msgv: dict[int, list] = {}
+class _Races:
+    """The exact race check of one replay (see the module docstring).
 
-    tracking = prog.ntracked > 0
-    if tracking:
-        TR, BIT, TBOF = prog.tracked, prog.bit, prog.tb_of
-        dsrc = dep_sources(prog)
-        clock = [0] * len(tbs)
-        msgclk = [0] * len(K)          # clock a sending instruction put on its message
-        SENDS_ = [o & 1 for o in prog.op]
-        pubclk: dict[int, int] = {}
-        tflag = [0] * len(K)           # 1: has dependencies, 2: tracked, 4: releases a dependency
+    Each TB carries a clock, an int whose bit ``prog.bit[g]`` is set once tracked instruction g
+    happens before the TB's current point; clocks travel on messages (``msgclk``, dropped when
+    received) and on publications (``pubclk``). Each tracked location keeps its last write and
+    the reads since (latest per TB); an access not ordered after them is a race, reported once
+    per pair of instructions.
+    """
+
+    __slots__ = ("prog", "rep", "tracked", "bit", "tb_of", "dsrc", "sends", "tflag", "clock",
+                 "msgclk", "pubclk", "lastw", "reads", "reported")
+
+    def __init__(self, prog: Program, rep: _Reporter):
+        self.prog, self.rep = prog, rep
+        self.tracked, self.bit, self.tb_of = prog.tracked, prog.bit, prog.tb_of
+        self.dsrc = dsrc = dep_sources(prog)
+        n = len(prog.kind)
+        self.sends = [o & 1 for o in prog.op]
+        self.tflag = tflag = [0] * n     # 1: has dependencies, 2: tracked, 4: releases a dependency
         for g, srcs in dsrc.items():
             tflag[g] |= 1
             for x in srcs:
                 if x >= 0:
                     tflag[x] |= 4
-        for g in TR:
+        for g in self.tracked:
             tflag[g] |= 2
-        lastw: dict[int, tuple] = {}
-        reads: dict[int, dict] = {}
-        reported_pairs: set = set()
+        self.clock = [0] * len(prog.tbs)
+        self.msgclk = [0] * n            # clock a sending instruction put on its message
+        self.pubclk: dict[int, int] = {}
+        self.lastw: dict[int, tuple] = {}
+        self.reads: dict[int, dict] = {}
+        self.reported: set = set()
 
-    def loc_name(l: int) -> str:
-        bufs = prog.buffers
+    def advance(self, g: int, x: int) -> None:
+        """Instruction ``g`` takes its data action; ``x``: the send its message came from (-1:
+        none). Joins the clocks that reach it, checks its tracked accesses, passes its clock on."""
+        t = self.tb_of[g]
+        clk = self.clock[t]
+        if x >= 0:
+            msgclk = self.msgclk
+            clk |= msgclk[x]
+            msgclk[x] = 0          # each message is received once: drop its clock
+        f = self.tflag[g]
+        if f:
+            if f & 1:
+                pubclk = self.pubclk
+                for x in self.dsrc[g]:
+                    if x >= 0:
+                        clk |= pubclk[x]
+            if f & 2:
+                self.check_access(t, g, clk)
+                clk |= self.bit[g]
+            if f & 4:
+                self.pubclk[g] = clk
+        if self.sends[g]:
+            self.msgclk[g] = clk
+        self.clock[t] = clk
+
+    def check_access(self, t: int, g: int, clk: int) -> None:
+        BIT, lastw, reads = self.bit, self.lastw, self.reads
+        for l, w in self.tracked[g]:
+            lw = lastw.get(l)
+            if lw is not None and lw[0] != t and not (clk & BIT[lw[1]]):
+                self.race(l, lw[0], lw[1], t, g, True, w)
+            if w:
+                rd = reads.get(l)
+                if rd:
+                    for t2, g2 in rd.items():
+                        if t2 != t and not (clk & BIT[g2]):
+                            self.race(l, t2, g2, t, g, False, True)
+                    rd.clear()
+                lastw[l] = (t, g)
+            else:
+                rd = reads.get(l)
+                if rd is None:
+                    reads[l] = {t: g}
+                else:
+                    rd[t] = g
+
+    def race(self, l: int, t1: int, g1: int, t2: int, g2: int, w1: bool, w2: bool) -> None:
+        key = (g1, g2)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        prog = self.prog
+        K = prog.kind
+        a, b = prog.tbs[t1], prog.tbs[t2]
+        self.rep.add(Finding(
+            "race", f"gpu {b.gpu}: tb {a.id} step {prog.s[g1]} ({KIND_NAME[K[g1]]}, "
+            f"{'writes' if w1 else 'reads'} {self.loc_name(l)}) and tb {b.id} step {prog.s[g2]} "
+            f"({KIND_NAME[K[g2]]}, {'writes' if w2 else 'reads'} it) are not ordered by "
+            "program order, dependencies or messages", gpu=b.gpu, tb=b.id, step=prog.s[g2],
+            line=prog.line[g2] or None))
+
+    def loc_name(self, l: int) -> str:
+        """``buffer[index]`` of flat memory location ``l``."""
+        bufs = self.prog.buffers
         lo, hi = 0, len(bufs) - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -429,196 +505,185 @@ def replay(prog: Program, ctl: Control) -> ExecResult:
         b = bufs[lo]
         return f"{b.name}[{l - b.loc_base}]"
 
-    def race(l: int, t1: int, g1: int, t2: int, g2: int, w1: bool, w2: bool) -> None:
-        key = (g1, g2)
-        if key in reported_pairs:
-            return
-        reported_pairs.add(key)
-        a, b = tbs[t1], tbs[t2]
-        rep.add(Finding(
-            "race", f"gpu {b.gpu}: tb {a.id} step {prog.s[g1]} ({KIND_NAME[K[g1]]}, "
-            f"{'writes' if w1 else 'reads'} {loc_name(l)}) and tb {b.id} step {prog.s[g2]} "
-            f"({KIND_NAME[K[g2]]}, {'writes' if w2 else 'reads'} it) are not ordered by "
-            "program order, dependencies or messages", gpu=b.gpu, tb=b.id, step=prog.s[g2],
-            line=prog.line[g2] or None))
 
-    def check_access(t: int, g: int, clk: int) -> None:
-        for l, w in TR[g]:
-            lw = lastw.get(l)
-            if lw is not None and lw[0] != t and not (clk & BIT[lw[1]]):
-                race(l, lw[0], lw[1], t, g, True, w)
-            if w:
-                rd = reads.get(l)
-                if rd:
-                    for t2, g2 in rd.items():
-                        if t2 != t and not (clk & BIT[g2]):
-                            race(l, t2, g2, t, g, False, True)
-                    rd.clear()
-                lastw[l] = (t, g)
-            else:
-                rd = reads.get(l)
-                if rd is None:
-                    reads[l] = {t: g}
+class _Replay:
+    """The symbolic data run of one call form (:func:`replay`): memory, messages in flight and
+    the findings, with the data actions as methods and the walk over the order in :meth:`run`."""
+
+    __slots__ = ("prog", "ctl", "rep", "V", "mem", "msgv", "races", "UNINIT", "DUP", "RM", "SH",
+                 "LIM", "K", "CN", "DST")
+
+    def __init__(self, prog: Program, ctl: Control):
+        self.prog, self.ctl = prog, ctl
+        self.rep = _Reporter()
+        self.V = V = Values(prog)
+        self.UNINIT, self.DUP, self.RM, self.SH, self.LIM = V.UNINIT, V.DUP, V.RM, V.SH, V.LIM
+        self.K, self.CN, self.DST = prog.kind, prog.cnt, prog.dst_loc
+        self.mem = initial_memory(prog, V)
+        self.msgv: dict[int, list] = {}       # send instruction -> the values of its message
+        self.races = _Races(prog, self.rep) if prog.ntracked > 0 else None
+
+    def run(self) -> ExecResult:
+        """Walk ``ctl.order``: each instruction's data action, by kind (§4)."""
+        prog, ctl = self.prog, self.ctl
+        mem, msgv = self.mem, self.msgv
+        DK, CN, SRC, DST = prog.dkind, prog.cnt, prog.src_loc, prog.dst_loc
+        RM, SH = self.RM, self.SH
+        src_of = ctl.src_of
+        fused = prog.fused
+        read_src, reduce, combine, write = self.read_src, self.reduce, self.combine, self.write
+        advance = self.races.advance if self.races is not None else None
+        for g in ctl.order:
+            kd = DK[g]
+            if advance is not None:
+                advance(g, src_of[g])
+            if kd == K_SEND:
+                msgv[g] = read_src(g, SRC[g])
+            elif kd == K_RECV or kd == K_RCS:
+                v = msgv.pop(src_of[g])
+                d = DST[g]
+                if d >= 0:
+                    n = CN[g]
+                    if len(v) == n:
+                        mem[d:d + n] = v
+                    else:
+                        write(g, v)
+                if kd == K_RCS:
+                    msgv[g] = v
+            elif kd == K_RRCS or kd == K_RRS or kd == K_RRC:
+                got = msgv.pop(src_of[g])
+                n = CN[g]
+                mine = read_src(g, SRC[g])
+                if len(got) != n:
+                    m = min(len(got), n)
+                    got, mine = got[:m], mine[:m]
+                if n == 1:
+                    x, y = got[0], mine[0]
+                    if x >= 0 and not ((x ^ y) >> SH) and not (x & y & RM):
+                        out = [x | y]
+                    else:
+                        out = [combine(g, 0, x, y)]
                 else:
-                    rd[t] = g
+                    out = reduce(g, got, mine)
+                if kd != K_RRS:
+                    d = DST[g]
+                    if d >= 0:
+                        if len(out) == n:
+                            mem[d:d + n] = out
+                        else:
+                            write(g, out)
+                if kd != K_RRC:
+                    msgv[g] = out
+            elif kd == K_CPY:
+                write(g, read_src(g, SRC[g]))
+            elif kd == K_RE:
+                acc = read_src(g, DST[g], prog.dstbuf[g])
+                a = SRC[g]
+                offs = fused.get(g)
+                if offs is None:
+                    srcs = [read_src(g, a)]
+                else:
+                    srcs = [read_src(g, a + o - offs[0] if a >= 0 else -1) for o in offs]
+                for vals in srcs:
+                    acc = reduce(g, acc, vals)
+                write(g, acc)
+            # K_NONE: nothing moves
+        rep = self.rep
+        res = ExecResult(completed=ctl.completed, cap=ctl.cap, memory=mem, values=self.V,
+                         flag_bits=(self.UNINIT, self.DUP))
+        res.findings = rep.findings
+        res.races = rep.counts.get("race", 0)
+        res.counts = rep.counts
+        return res
 
-    def uninit(g: int, buf: str, vals: list) -> list:
-        tb = tbs[prog.tb_of[g]]
-        j = vals.index(None)
-        off = prog.srcoff[g] if buf == prog.srcbuf[g] else prog.dstoff[g]
-        rep.add(Finding("uninitialised-read", f"{KIND_NAME[K[g]]} reads {BUFFER_NAMES[buf]} chunk "
-                        f"{off + j}, which nothing wrote before", gpu=tb.gpu, tb=tb.id, step=prog.s[g],
-                        line=prog.line[g] or None))
-        return [UNINIT if v is None else v for v in vals]
-
-    def read_src(g: int, a: int, buf: str | None = None) -> list:
+    # -- data actions ------------------------------------------------------------------------
+    def read_src(self, g: int, a: int, buf: str | None = None) -> list:
         """The ``cnt`` values at location ``a`` (-1: out of bounds), unwritten ones reported
         and read as UNINIT; ``buf`` names the buffer in the report (default: srcbuf)."""
-        n = CN[g]
+        n = self.CN[g]
         if a < 0:
-            return [UNINIT] * n
-        vals = mem[a:a + n]
+            return [self.UNINIT] * n
+        vals = self.mem[a:a + n]
         if None in vals:
-            vals = uninit(g, buf or prog.srcbuf[g], vals)
+            vals = self.uninit(g, buf or self.prog.srcbuf[g], vals)
         return vals
 
-    def reduce(g: int, a: list, b: list) -> list:
+    def uninit(self, g: int, buf: str, vals: list) -> list:
+        """Report the first unwritten value of ``vals`` (read from ``buf`` by ``g``); all of them
+        read as UNINIT."""
+        prog = self.prog
+        tb = prog.tbs[prog.tb_of[g]]
+        j = vals.index(None)
+        off = prog.srcoff[g] if buf == prog.srcbuf[g] else prog.dstoff[g]
+        self.rep.add(Finding("uninitialised-read", f"{KIND_NAME[self.K[g]]} reads {BUFFER_NAMES[buf]} "
+                             f"chunk {off + j}, which nothing wrote before", gpu=tb.gpu, tb=tb.id,
+                             step=prog.s[g], line=prog.line[g] or None))
+        UNINIT = self.UNINIT
+        return [UNINIT if v is None else v for v in vals]
+
+    def reduce(self, g: int, a: list, b: list) -> list:
         """Elementwise a ⊕ b, reporting double counts."""
+        RM, SH = self.RM, self.SH
         if len(a) == 1:
             x, y = a[0], b[0]
             if x >= 0 and not ((x ^ y) >> SH):
                 if x & y & RM:
-                    return [_dup(g, 0, x, y)]
+                    return [self.dup(g, 0, x, y)]
                 return [x | y]
-            return [_slow(g, 0, x, y)]
+            return [self.combine(g, 0, x, y)]
         xs = list(map(int.__xor__, a, b))
-        if min(a) >= 0 and min(xs) >= 0 and max(xs) < LIM:
+        if min(a) >= 0 and min(xs) >= 0 and max(xs) < self.LIM:
             if any(map(RM.__and__, map(int.__and__, a, b))):
-                return [_dup(g, j, x, y) if x & y & RM else x | y for j, (x, y) in enumerate(zip(a, b))]
+                dup = self.dup
+                return [dup(g, j, x, y) if x & y & RM else x | y for j, (x, y) in enumerate(zip(a, b))]
             return list(map(int.__or__, a, b))
-        return [_slow(g, j, x, y) for j, (x, y) in enumerate(zip(a, b))]
+        combine = self.combine
+        return [combine(g, j, x, y) for j, (x, y) in enumerate(zip(a, b))]
 
-    def _slow(g: int, j: int, x: int, y: int) -> int:
-        if x >= 0 and not ((x ^ y) >> SH):
-            return _dup(g, j, x, y) if x & y & RM else x | y
+    def combine(self, g: int, j: int, x: int, y: int) -> int:
+        """x ⊕ y for chunk ``j`` of ``g``'s step, in any form (simple or mixed)."""
+        if x >= 0 and not ((x ^ y) >> self.SH):
+            return self.dup(g, j, x, y) if x & y & self.RM else x | y
+        V = self.V
         v, both = V.combine(x, y)
         if both:
-            _report_dup(g, j, both)
-            v = V.combine(v, DUP)[0]
+            self.report_dup(g, j, both)
+            v = V.combine(v, self.DUP)[0]
         return v
 
-    def _dup(g: int, j: int, x: int, y: int) -> int:
-        c = x & y & RM
-        idx = x >> SH
+    def dup(self, g: int, j: int, x: int, y: int) -> int:
+        """x ⊕ y of two simple values of one index sharing contributions: reported, DUP set."""
+        c = x & y & self.RM
+        idx = x >> self.SH
         both = []
         while c:
             low = c & -c
             both.append((low.bit_length() - 1, idx))
             c ^= low
-        _report_dup(g, j, both)
-        return x | y | DUP
+        self.report_dup(g, j, both)
+        return x | y | self.DUP
 
-    def _report_dup(g: int, j: int, both: list) -> None:
-        tb = tbs[prog.tb_of[g]]
-        rep.add(Finding(
-            "double-count", f"{KIND_NAME[K[g]]} reduces chunk {j} of the step "
+    def report_dup(self, g: int, j: int, both: list) -> None:
+        prog = self.prog
+        tb = prog.tbs[prog.tb_of[g]]
+        self.rep.add(Finding(
+            "double-count", f"{KIND_NAME[self.K[g]]} reduces chunk {j} of the step "
             f"(dst {BUFFER_NAMES[prog.dstbuf[g]]}[{prog.dstoff[g] + j}]) with contributions "
-            f"{V.describe_pairs(both)} on both sides", gpu=tb.gpu, tb=tb.id, step=prog.s[g],
+            f"{self.V.describe_pairs(both)} on both sides", gpu=tb.gpu, tb=tb.id, step=prog.s[g],
             line=prog.line[g] or None))
 
-    def write(g: int, vals: list) -> None:
-        d = DST[g]
+    def write(self, g: int, vals: list) -> None:
+        """Store ``vals`` at ``g``'s destination (at most ``cnt`` of them; none out of bounds)."""
+        d = self.DST[g]
         if d >= 0:
-            n = CN[g]
+            n = self.CN[g]
             m = len(vals)
             if m == n:
-                mem[d:d + n] = vals
+                self.mem[d:d + n] = vals
             elif m < n:
-                mem[d:d + m] = vals
+                self.mem[d:d + m] = vals
             else:
-                mem[d:d + n] = vals[:n]
-
-    for g in ctl.order:
-        kd = DK[g]
-        if tracking:
-            t = TBOF[g]
-            clk = clock[t]
-            x = src_of[g]
-            if x >= 0:
-                clk |= msgclk[x]
-                msgclk[x] = 0          # each message is received once: drop its clock
-            f = tflag[g]
-            if f:
-                if f & 1:
-                    for x in dsrc[g]:
-                        if x >= 0:
-                            clk |= pubclk[x]
-                if f & 2:
-                    check_access(t, g, clk)
-                    clk |= BIT[g]
-                if f & 4:
-                    pubclk[g] = clk
-            if SENDS_[g]:
-                msgclk[g] = clk
-            clock[t] = clk
-        if kd == K_SEND:
-            msgv[g] = read_src(g, SRC[g])
-        elif kd == K_RECV or kd == K_RCS:
-            v = msgv.pop(src_of[g])
-            d = DST[g]
-            if d >= 0:
-                n = CN[g]
-                if len(v) == n:
-                    mem[d:d + n] = v
-                else:
-                    write(g, v)
-            if kd == K_RCS:
-                msgv[g] = v
-        elif kd == K_RRCS or kd == K_RRS or kd == K_RRC:
-            got = msgv.pop(src_of[g])
-            n = CN[g]
-            mine = read_src(g, SRC[g])
-            if len(got) != n:
-                m = min(len(got), n)
-                got, mine = got[:m], mine[:m]
-            if n == 1:
-                x, y = got[0], mine[0]
-                if x >= 0 and not ((x ^ y) >> SH) and not (x & y & RM):
-                    out = [x | y]
-                else:
-                    out = [_slow(g, 0, x, y)]
-            else:
-                out = reduce(g, got, mine)
-            if kd != K_RRS:
-                d = DST[g]
-                if d >= 0:
-                    if len(out) == n:
-                        mem[d:d + n] = out
-                    else:
-                        write(g, out)
-            if kd != K_RRC:
-                msgv[g] = out
-        elif kd == K_CPY:
-            write(g, read_src(g, SRC[g]))
-        elif kd == K_RE:
-            acc = read_src(g, DST[g], prog.dstbuf[g])
-            a = SRC[g]
-            offs = fused.get(g)
-            if offs is None:
-                srcs = [read_src(g, a)]
-            else:
-                srcs = [read_src(g, a + o - offs[0] if a >= 0 else -1) for o in offs]
-            for vals in srcs:
-                acc = reduce(g, acc, vals)
-            write(g, acc)
-        # K_NONE: nothing moves
-
-    res = ExecResult(completed=ctl.completed, cap=ctl.cap, memory=mem, values=V,
-                     flag_bits=(UNINIT, DUP))
-    res.findings = rep.findings
-    res.races = rep.counts.get("race", 0)
-    res.counts = rep.counts
-    return res
+                self.mem[d:d + n] = vals[:n]
 
 
 def deadlock_findings(prog: Program, res, code: str, note: str) -> list[Finding]:

@@ -31,6 +31,9 @@ and leftover messages. This holds because the prover only answers when
   in every topological order, so level order gives the exact engine's memory.
 
 Otherwise it returns None and the caller runs the exact engine, which also words every finding.
+
+Exact twin: :func:`~ccxml.interpreter.execute.run` + :func:`~ccxml.interpreter.execute.replay`
+(tests/test_twins.py).
 """
 from __future__ import annotations
 

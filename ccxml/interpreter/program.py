@@ -21,6 +21,10 @@ parser decides (msccl-runtime.md §3, §4, §8, §9):
 Instructions are stored as columns (parallel lists indexed by a global instruction id ``g``;
 TB ``t`` owns ids ``tbs[t].start`` to ``tbs[t].end - 1`` in program order), so the execution loop
 does list indexing only. Nothing here runs the schedule; :mod:`ccxml.interpreter.execute` does.
+
+Fast twin: :mod:`ccxml.interpreter.table` (:func:`~ccxml.interpreter.table.lower_table`,
+:func:`~ccxml.interpreter.table.place_table`) builds the same Program from the loader's numpy step
+table where that is simple, or returns None and this module runs (tests/test_twins.py).
 """
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ columns ``lower``/``place`` would build as lists (same order: TBs in document or
 ``links``, ``tbs``, ``layout``, ``buffers`` and ``tracked`` are equal to theirs, and it has
 no static finding. Only :func:`ccxml.interpreter.levels.prove` and the postcondition check
 read it.
+
+Exact twin: :func:`~ccxml.interpreter.program.lower` and :func:`~ccxml.interpreter.program.place`
+(tests/test_twins.py checks that a report through this path equals the exact one).
 """
 from __future__ import annotations
 

@@ -106,3 +106,24 @@ def split_allgather(dep: bool = True, hasdep: int = 1, late_release: bool = Fals
                      ("r", "o", q, "o", q, 1, -1, -1, 0))
         gpus[r] = (1, 2, 0, [sender, copier])
     return algo("allgather", 2, 2, gpus)
+
+
+def inplace_ring_allgather(n: int = 3, step_tail: str = "") -> str:
+    """A correct in-place ring AllGather on ``n`` GPUs, written the canonical way."""
+    lines = [f'<algo name="ring" proto="Simple" nchannels="1" nchunksperloop="{n}" ngpus="{n}" '
+             f'coll="allgather" inplace="1" outofplace="0" minBytes="0" maxBytes="0">']
+    for g in range(n):
+        nxt, prv = (g + 1) % n, (g - 1) % n
+        lines.append(f'  <gpu id="{g}" i_chunks="0" o_chunks="{n}" s_chunks="0">')
+        lines.append(f'    <tb id="0" send="{nxt}" recv="{prv}" chan="0">')
+        steps = [("s", g)]
+        for k in range(1, n - 1):
+            steps += [("r", (g - k) % n), ("s", (g - k) % n)]
+        steps.append(("r", (g - n + 1) % n))
+        for i, (t, c) in enumerate(steps):
+            lines.append(f'      <step s="{i}" type="{t}" srcbuf="o" srcoff="{c}" dstbuf="o" '
+                         f'dstoff="{c}" cnt="1" depid="-1" deps="-1" hasdep="0"{step_tail}/>')
+        lines.append("    </tb>")
+        lines.append("  </gpu>")
+    lines.append("</algo>")
+    return "\n".join(lines) + "\n"

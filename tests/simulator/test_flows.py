@@ -1,10 +1,9 @@
-"""Shared links: max-min fair sharing, its fast path against its exact twin, and the network model
-on generated schedules."""
+"""Shared links: max-min fair sharing and the network model on generated schedules (the fast
+path's agreement with its exact twin: tests/test_twins.py)."""
 from __future__ import annotations
 
-import random
-
 import pytest
+from flow_runs import drive
 
 from ccxml.cli.simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule
@@ -20,17 +19,6 @@ def test_maxmin_textbook_example():
     # then f1 takes what f2 leaves of link 0
     rates = maxmin_rates({1: (0,), 2: (0, 1), 3: (1,)}, [10.0, 4.0])
     assert rates == {1: 8.0, 2: 2.0, 3: 2.0}
-
-
-def drive(net: FlowNetwork) -> dict:
-    """Run ``net`` to the end: token -> arrival time."""
-    out = {}
-    while True:
-        t = net.next_time()
-        if t == float("inf"):
-            return out
-        for tok in net.advance(t):
-            out[tok] = t
 
 
 def test_two_flows_share_a_link_then_the_survivor_speeds_up():
@@ -50,32 +38,6 @@ def test_a_flow_is_limited_by_its_bottleneck_and_frees_its_share_elsewhere():
     assert drive(net) == {"slow": 2.0, "fast": 2.0}
 
 
-def random_flows(seed: int):
-    rnd = random.Random(seed)
-    caps = [rnd.choice([1.0, 2.0, 3.0, 5.0, 8.0]) * 10 ** rnd.randint(0, 2) for _ in range(8)]
-    flows = []
-    for i in range(rnd.randint(5, 40)):
-        links = tuple(sorted(rnd.sample(range(8), rnd.randint(1, 4))))
-        flows.append((rnd.choice([0.0, 0.5, 1.0, 2.5, rnd.random() * 5]), links,
-                      rnd.choice([0.0, 1.0, 10.0, 100.0, rnd.random() * 1000]), i))
-    return caps, flows
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_fast_path_agrees_with_its_exact_twin(seed):
-    caps, flows = random_flows(seed)
-    ends = []
-    for twin in (False, True):
-        net = FlowNetwork(caps, exact_twin=twin)
-        for t, links, size, tok in flows:
-            net.add(t, links, size, tok)
-        ends.append(drive(net))
-    fast, twin = ends
-    assert set(fast) == set(twin) == {f[3] for f in flows}
-    for tok in fast:
-        assert fast[tok] == pytest.approx(twin[tok], rel=1e-9, abs=1e-12)
-
-
 def test_link_changes_are_recorded_only_when_asked():
     net = FlowNetwork([100.0], record=True)
     net.add(0.0, (0,), 100.0, "a")
@@ -87,25 +49,6 @@ def test_link_changes_are_recorded_only_when_asked():
 
 
 # ---- the network model on generated schedules -----------------------------------------------------
-
-@pytest.mark.parametrize("alg, coll, preset, nodes", [
-    ("mesh", "allreduce", "dgx-h100", 2),
-    ("pairwise", "alltoall", "pcie", 2),
-    ("ring", "allgather", "mi300x", 1),
-    ("rhd", "reducescatter", "ascend-910b", 2),
-    ("pipeline", "allreduce", "dgx-a100", 2),
-])
-def test_simulations_agree_with_the_exact_twin(alg, coll, preset, nodes):
-    topo = load_preset(preset, nodes)
-    p = topo.nranks
-    for n in (4096, 8 << 20):
-        sched = algorithm_schedule(alg, coll, p, topology=topo, max_bytes=n)
-        fast = simulate_schedule(sched, n, topo)
-        twin = simulate_schedule(sched, n, topo, exact_twin=True)
-        assert fast.model == "shared"
-        assert fast.time_s == pytest.approx(twin.time_s, rel=1e-9)
-        assert [r.finish_s for r in fast.ranks] == pytest.approx([r.finish_s for r in twin.ranks], rel=1e-9)
-
 
 def test_a_ring_on_dedicated_links_costs_the_ring_formula():
     """mi300x has one xGMI link per pair of GPUs; a one-channel ring never puts two transfers on
