@@ -19,6 +19,8 @@ cdef tuple _shared_ref(Program program, object chunk_type, Py_ssize_t index)
 
 cdef object _gather(object held, object item)
 
+cpdef Chunk piece(Program program, Py_ssize_t rank, object buffer, Py_ssize_t index, Py_ssize_t size)
+
 
 cdef class Chunk:
     cdef public Py_ssize_t gpu_id

@@ -195,6 +195,12 @@ def _new_chunk(program: "Program", gpu_id: int, chunk_type: Buffer, index: int, 
     return c
 
 
+def piece(program: "Program", rank: int, buffer: Buffer, index: int, size: int) -> Chunk:
+    """``program.chunk(rank, buffer, index, size)`` for a ``buffer`` that is a Buffer (compiled:
+    a C call from the executor, which issues millions of them)."""
+    return program._chunk(rank, buffer, index, size)
+
+
 def _shared_ref(program: "Program", chunk_type: Buffer, index: int) -> tuple[Buffer, int]:
     """The program's one tuple (``chunk_type``, ``index``): the steps keep their operands, and
     millions of steps name a few thousand of them."""

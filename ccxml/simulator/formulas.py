@@ -156,7 +156,7 @@ def _plan(module: str, coll: str, p: int) -> list[list[tuple]]:
     steps = []
     for phase in blocks.phases(rules, coll, p):
         reduces = isinstance(phase, plan.Reduce)
-        for found in plan.messages(phase, 0, None, p):
+        for found in plan.messages(phase, 0, None, p, even=True):
             steps.append([(s, d, [m[0][2] for m in msgs], reduces) for s, d, msgs in found])
     return steps
 

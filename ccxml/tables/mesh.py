@@ -27,6 +27,11 @@ def all_gather(n: int, skip: int | None = None) -> Table:
     return [[(a, b, [a]) for a in range(n) for b in peers(a, n) if b != skip]] if n > 1 else []
 
 
+def one_shot(n: int) -> Table:
+    """One step: every member sends its whole buffer (block 0) to every other member."""
+    return [[(a, b, [0]) for a in range(n) for b in peers(a, n)]] if n > 1 else []
+
+
 def alltoall(n: int) -> Table:
     """One step: member a sends its data for b to b, for every b at once; block a·n + b is a's
     data for b."""

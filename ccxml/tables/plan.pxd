@@ -13,9 +13,14 @@ cdef class Layout:
     cpdef tuple at(self, Py_ssize_t j, Py_ssize_t c)
 
 
+cdef class Listed:
+    cdef public list places
+
+
 cdef class Steps:
     cdef public list table
     cdef public list two_way
+    cdef public list forwards
     cdef public list members
     cdef public list held
     cdef public list have
@@ -31,9 +36,10 @@ cdef class Steps:
     cdef public bint reduces
 
     @cython.locals(found=list, locs=list, ha=dict, hb=dict, sa=set, sb=set, ti=Py_ssize_t,
-                   move=Py_ssize_t, c=Py_ssize_t, members=list, last=dict)
+                   move=Py_ssize_t, c=Py_ssize_t, n=Py_ssize_t, members=list, last=dict,
+                   sources=list)
     cpdef list step(self, Py_ssize_t si)
 
 
-@cython.locals(lay=Layout)
+@cython.locals(lay=Layout, listed=Listed)
 cdef object _at(object where, object r, object j, Py_ssize_t c)

@@ -20,10 +20,10 @@ step of moves into messages with the merge rule: the executor issues them
 
 **The merge rule** (HCCL's ``MergeSlices``): the blocks a move carries go as one message where
 their source, local operand and destination ranges all touch; blocks are taken in the order of
-their locations. Where two members send to each other in one step, both directions are cut at the
-same block counts, so that their k-th messages are equal: a thread block that sends and receives
-on one link alternates message by message, and equal pairs keep the exchange as fast as two
-independent transfers.
+their locations. Optionally (``even``, NHR and NB), where two members send to each other in one
+step, both directions are cut at the same block counts, so that their k-th messages are equal: a
+thread block that sends and receives on one link alternates message by message, and equal pairs
+keep the exchange as fast as two independent transfers.
 """
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ class Reduce:
     """A table whose moves reduce blocks (reduce-scatter, reduce).
 
     ``owner(j)`` is the position that ends with block j (default j); its last receive of the block
-    writes ``final`` (default ``acc``), and an owner that never receives its block copies it
-    there at the end (``nblocks`` blocks, default one per position). With ``land(receiver,
+    writes ``final`` (default ``acc``). With ``nblocks``, an owner that never receives one of
+    blocks 0 … nblocks−1 (a member alone) copies its own contribution there itself. With ``land(receiver,
     sender, block, instance)`` the reduce is staged: each copy lands in its own slot and the
     receiver then sums them locally, nearest sender first, into ``final``.
     """
@@ -75,37 +75,41 @@ Phase = Copy | Reduce
 
 
 def messages(phase: Phase, c: int = 0, members: Sequence[int] | None = None, n: int | None = None,
-             merge: bool = True) -> "Steps":
+             merge: bool = True, even: bool = False) -> "Steps":
     """The messages of ``phase`` for instance ``c``, step by step: per step, ``(sender rank,
     receiver rank, messages)`` of every move. ``members`` maps positions to ranks (default: the
     positions are ranks), ``n`` is the number of positions (default: the largest in the table
-    + 1). With ``merge`` the blocks of a move that touch go as one message (module docstring),
-    else each block goes on its own, cut where its ranges are several pieces.
+    + 1). With ``merge`` the blocks of a move that touch go as one message (the merge rule,
+    module docstring), else each block goes on its own, cut where its ranges are several pieces;
+    with ``even`` the two directions of an exchange are cut at the same block counts.
 
-    A table lists a block's moves in the order the block travels: a member forwards a block after
-    the move that brings it, and its operand for a reduce is what the moves before left."""
-    return Steps(phase, c, members, n, merge)
+    A copy table lists a block's moves in the order the block travels: a member forwards a block
+    after the move that brings it. The moves of a reduce step run at once: a sender sends what it
+    held when the step began, and a receiver's operand is what the moves before it in the step
+    left."""
+    return Steps(phase, c, members, n, merge, even)
 
 
 class Steps:
     """Iterator of :func:`messages`: it works out one step at a time, keeping where every member
     holds each block (a phase of the biggest algorithms has millions of moves)."""
 
-    def __init__(self, phase: Phase, c: int, members, n: int | None, merge: bool):
+    def __init__(self, phase: Phase, c: int, members, n: int | None, merge: bool, even: bool):
         table = phase.table
         if n is None:
             n = 1 + max((max(a, b) for step in table for a, b, _ in step), default=0)
         self.table, self.c, self.si, self.merge = table, c, 0, merge
         self.members = None if members is None else list(members)
-        self.two_way = _two_way(table)
+        self.two_way = _two_way(table) if even else None
         self.reduces = isinstance(phase, Reduce)
-        self.held = self.have = self.last = None
+        self.held = self.have = self.last = self.forwards = None
         self.own = self.acc = self.final = self.loc = self.first = None
         if self.reduces:
             self.own, self.acc = phase.own, phase.acc
             self.final = phase.final or phase.acc
             self.last = completions(phase)
             self.held = [{} for _ in range(n)]
+            self.forwards = _forwards(table)
         else:
             self.loc, self.first = phase.loc, phase.first
             if self.first is not None:
@@ -124,6 +128,9 @@ class Steps:
     def step(self, si: int) -> list[tuple[int, int, list[Message]]]:
         """Step ``si`` (the steps must be asked for in order)."""
         members, c, merge = self.members, self.c, self.merge
+        sources = None
+        if self.reduces and self.forwards[si]:      # read what the senders held as the step began
+            sources = [[self.held[a].get(j, self.own) for j in blocks] for a, _, blocks in self.table[si]]
         found = []
         ti = 0
         for a, b, blocks in self.table[si]:
@@ -135,10 +142,10 @@ class Steps:
             if self.reduces:
                 ha, hb, move = self.held[a], self.held[b], (si << 32) + ti
                 own, acc, final, last = self.own, self.acc, self.final, self.last
-                for j in blocks:
+                for n, j in enumerate(blocks):
                     into = final if last.get(j) == move else acc
-                    locs.append((_at(ha.get(j, own), ra, j, c), _at(hb.get(j, own), rb, j, c),
-                                 _at(into, rb, j, c)))
+                    src = ha.get(j, own) if sources is None else sources[ti][n]
+                    locs.append((_at(src, ra, j, c), _at(hb.get(j, own), rb, j, c), _at(into, rb, j, c)))
                     hb[j] = into
             elif self.have is None:
                 loc = self.loc
@@ -152,11 +159,11 @@ class Steps:
                     sb.add(j)
             if len(locs) > 1:
                 locs = runs(locs) if merge else [m for x in locs for m in aligned(x)]
-            elif not merge and locs:
+            elif locs and not merge and (type(locs[0][0]) is list or type(locs[0][2]) is list):
                 locs = aligned(locs[0])
             found.append((ra, rb, locs))
             ti += 1
-        if self.two_way[si]:
+        if self.two_way is not None and self.two_way[si]:
             _equal_cuts(found)
         return found
 
@@ -176,10 +183,13 @@ def completions(phase: Reduce) -> dict[int, int]:
 
 
 def _at(where, r: int, j: int, c: int):
-    """``where(r, j, c)``; a :class:`Layout` without the call (speed)."""
+    """``where(r, j, c)``; a :class:`Layout` or :class:`Listed` without the call (speed)."""
     if type(where) is Layout:
         lay = where
         return lay.at(j, c)
+    if type(where) is Listed:
+        listed = where
+        return listed.places[c][j]
     return where(r, j, c)
 
 
@@ -192,12 +202,13 @@ def landings(step: list) -> dict[tuple[int, int], list[int]]:
     return out
 
 
-def tail(phase: Reduce, members: int) -> list[tuple[int, int]]:
-    """``(position, block)`` of every block whose owner never receives it (a member alone, the
-    root of a chain): the owner copies its own contribution to ``final`` itself."""
+def tail(phase: Reduce) -> list[tuple[int, int]]:
+    """``(position, block)`` of every block of ``phase.nblocks`` whose owner never receives it
+    (a member alone): the owner copies its own contribution to ``final`` itself."""
+    if phase.nblocks is None:
+        return []
     done = completions(phase)
-    count = members if phase.nblocks is None else phase.nblocks
-    return [(j if phase.owner is None else phase.owner(j), j) for j in range(count) if j not in done]
+    return [(j if phase.owner is None else phase.owner(j), j) for j in range(phase.nblocks) if j not in done]
 
 
 # ---- the merge rule --------------------------------------------------------------------------
@@ -261,6 +272,15 @@ def _cut(pieces: list[Piece], bounds: list[int]) -> list[Piece]:
     return out
 
 
+def _forwards(table: Table) -> list[bool]:
+    """Per step: whether a member both receives and sends one block in it."""
+    out = []
+    for step in table:
+        got = {(b, j) for _, b, blocks in step for j in blocks}
+        out.append(any((a, j) in got for a, _, blocks in step for j in blocks))
+    return out
+
+
 def _two_way(table: Table) -> list[bool]:
     """Per step: whether two members send to each other in it."""
     out = []
@@ -313,6 +333,17 @@ class Layout:
 
     def __call__(self, r: int, j: int, c: int) -> Piece:
         return self.at(j, c)
+
+
+class Listed:
+    """A place looked up in a list, the same on every rank: ``places[c][j]`` (blocks whose sizes
+    differ, as in an all-to-all-v)."""
+
+    def __init__(self, places: list[list[Piece]]):
+        self.places = places
+
+    def __call__(self, r: int, j: int, c: int) -> Piece:
+        return self.places[c][j]
 
 
 def by_block(buffer: Buffer, k: int, width: int = 1) -> Layout:

@@ -1,25 +1,29 @@
-"""Star tables (hccl-algorithms.md §6): member 0, the root, talks to every other member directly,
-in one step; the others talk only to the root."""
+"""Star tables (hccl-algorithms.md §6): the root talks to every other member directly, in one
+step, nearest first in ring order; the others talk only to the root."""
 from __future__ import annotations
 
 from ccxml.tables import Table
 
 
-def reduce(n: int, nblocks: int) -> Table:
+def _others(n: int, root: int) -> list[int]:
+    return [(root + k) % n for k in range(1, n)]
+
+
+def reduce(n: int, nblocks: int, root: int = 0) -> Table:
     """Every member sends every block straight to the root, which reduces them in turn."""
-    return [[(a, 0, list(range(nblocks))) for a in range(1, n)]] if n > 1 else []
+    return [[(a, root, list(range(nblocks))) for a in _others(n, root)]] if n > 1 else []
 
 
-def bcast(n: int, nblocks: int) -> Table:
+def bcast(n: int, nblocks: int, root: int = 0) -> Table:
     """The root sends every block straight to every member."""
-    return [[(0, b, list(range(nblocks))) for b in range(1, n)]] if n > 1 else []
+    return [[(root, b, list(range(nblocks))) for b in _others(n, root)]] if n > 1 else []
 
 
-def scatter(n: int) -> Table:
+def scatter(n: int, root: int = 0) -> Table:
     """The root sends block b straight to member b."""
-    return [[(0, b, [b]) for b in range(1, n)]] if n > 1 else []
+    return [[(root, b, [b]) for b in _others(n, root)]] if n > 1 else []
 
 
-def gather(n: int) -> Table:
+def gather(n: int, root: int = 0) -> Table:
     """Member a sends its block straight to the root."""
-    return [[(a, 0, [a]) for a in range(1, n)]] if n > 1 else []
+    return [[(a, root, [a]) for a in _others(n, root)]] if n > 1 else []

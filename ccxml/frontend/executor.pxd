@@ -1,0 +1,10 @@
+# Cython declarations for ccxml/frontend/executor.py (see setup.py).
+cimport cython
+from ccxml.frontend.chunk cimport Chunk, Program, piece
+
+@cython.locals(a=Chunk, b=Chunk, src=tuple, into=tuple)
+cdef _issue(Program prog, Py_ssize_t s, Py_ssize_t d, tuple msg, Py_ssize_t chan)
+
+@cython.locals(found=list, msgs=list, t=Py_ssize_t, s=Py_ssize_t, d=Py_ssize_t, c=Py_ssize_t,
+               ch=Py_ssize_t, m=tuple)
+cdef _step(Program prog, list per_c, object chan, object placer, str send, str order)
