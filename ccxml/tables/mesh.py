@@ -1,6 +1,7 @@
 """Full-mesh tables (hccl-algorithms.md §2): every pair of members is linked and a phase is one
 step. A member talks to its peers nearest first in ring order (HCCL: stream k talks to peer
-r+1+k)."""
+r+1+k), or, with ``nearest_first=False``, in member order (the phases of the hierarchical
+algorithms)."""
 from __future__ import annotations
 
 from ccxml.tables import Table
@@ -16,15 +17,19 @@ def slot(src: int, dst: int, n: int) -> int:
     return (src - dst) % n - 1
 
 
-def reduce_scatter(n: int) -> Table:
+def _others(a: int, n: int, nearest_first: bool) -> list[int]:
+    return peers(a, n) if nearest_first else [b for b in range(n) if b != a]
+
+
+def reduce_scatter(n: int, nearest_first: bool = True) -> Table:
     """One step: every member a sends block b to member b, which reduces the n−1 copies."""
-    return [[(a, b, [b]) for a in range(n) for b in peers(a, n)]] if n > 1 else []
+    return [[(a, b, [b]) for a in range(n) for b in _others(a, n, nearest_first)]] if n > 1 else []
 
 
-def all_gather(n: int, skip: int | None = None) -> Table:
+def all_gather(n: int, skip: int | None = None, nearest_first: bool = True) -> Table:
     """One step: every member a sends its block to every other member (but ``skip``, which
     already holds every block)."""
-    return [[(a, b, [a]) for a in range(n) for b in peers(a, n) if b != skip]] if n > 1 else []
+    return [[(a, b, [a]) for a in range(n) for b in _others(a, n, nearest_first) if b != skip]] if n > 1 else []
 
 
 def one_shot(n: int) -> Table:

@@ -159,7 +159,8 @@ class Steps:
                     sb.add(j)
             if len(locs) > 1:
                 locs = runs(locs) if merge else [m for x in locs for m in aligned(x)]
-            elif locs and not merge and (type(locs[0][0]) is list or type(locs[0][2]) is list):
+            elif locs and not merge and (type(locs[0][0]) is list or type(locs[0][1]) is list
+                                         or type(locs[0][2]) is list):
                 locs = aligned(locs[0])
             found.append((ra, rb, locs))
             ti += 1
@@ -360,3 +361,33 @@ def by_instance(buffer: Buffer, n: int, perm: Sequence[int] | None = None) -> La
 def fixed(buffer: Buffer) -> Layout:
     """Instance c's chunk c, whatever the block (a rank's own block of K chunks)."""
     return Layout(buffer, 0, 1)
+
+
+class Space:
+    """Units ``[0, units)`` of ``buffer`` on every rank, for instance ``instance`` of K.
+
+    With ``block=None`` instance c owns chunks ``[base + c·units, base + (c+1)·units)`` (one
+    contiguous slice). With ``block=X`` the buffer is a row of rank-blocks of K·X chunks and
+    instance c owns the X chunks at offset c·X of each rank-block, so a unit range that crosses a
+    rank-block boundary is several pieces.
+    """
+
+    def __init__(self, buffer: Buffer, units: int, *, block: int | None = None, instances: int = 1,
+                 instance: int = 0, base: int = 0):
+        self.buffer, self.units, self.block = Buffer(buffer), units, block
+        self.k, self.c, self.base = instances, instance, base
+
+    def __call__(self, lo: int, hi: int) -> "Piece | list[Piece]":
+        """Units lo … hi−1: one piece, or a list of pieces."""
+        if not 0 <= lo < hi <= self.units:
+            raise ValueError(f"internal: unit range [{lo}, {hi}) outside [0, {self.units})")
+        if self.block is None:
+            return (self.buffer, self.base + self.c * self.units + lo, hi - lo)
+        x, out = self.block, []
+        u = lo
+        while u < hi:
+            b, off = divmod(u, x)
+            n = min(hi - u, x - off)
+            out.append((self.buffer, self.base + b * self.k * x + self.c * x + off, n))
+            u += n
+        return out[0] if len(out) == 1 else out

@@ -8,10 +8,10 @@ import itertools
 import pytest
 from dataflow_rounds import depth, every_block_takes_every_step, flat_steps
 
-from ccxml.algorithms import _phases as ph
 from ccxml.algorithms import get
 from ccxml.frontend.algorithm import AlgorithmError, Options
 from ccxml.interpreter import verify
+from ccxml.tables import schemes as ph
 from ccxml.topology.model import Topology
 from ccxml.vocab.wire import PROFILES
 

@@ -142,9 +142,9 @@ def test_mesh_one_shot_variant(tmp_path, capsys):
 def test_help_names_every_choice():
     """The --intra/--inter/--variant help (static, so that ``ccxml generate`` imports no
     algorithm) lists exactly the choices the builders take."""
-    from ccxml.algorithms import _phases as ph
     from ccxml.algorithms import ahc, hierarchical, mesh, ring2d
     from ccxml.cli import generate as cg
+    from ccxml.tables import schemes as ph
     for choices, text in [(ph.INTRA, cg.INTRA_HELP), (ahc.INTRA, cg.INTRA_HELP),
                           (hierarchical.INTRA, cg.INTRA_HELP), (ring2d.INTRA, cg.INTRA_HELP),
                           (ph.INTER, cg.INTER_HELP), (mesh.VARIANTS, cg.VARIANT_HELP)]:
