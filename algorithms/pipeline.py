@@ -62,7 +62,7 @@ class Slots:
 
     def __init__(self, lanes: Lanes, s_: int, m_: int, *, inters: int, per: str | None,
                  inter_first: bool):
-        self.c, self.s_, self.m_ = lanes.c, s_, m_
+        self.s_, self.m_ = s_, m_
         self.inters = [lanes.phase() for _ in range(inters)]
         self.up, self.down = lanes.phase(), lanes.phase()
         self.per, self.inter_first = per, inter_first
@@ -72,9 +72,10 @@ class Slots:
             return self.inters[0]
         return self.inters[2] if self.s_ % 2 and s == self.s_ - 1 else self.inters[s % 2]
 
-    def place(self, pairs) -> list[int]:
-        """The channel of each transfer (sender, receiver) of one slot."""
-        chans = [self.c] * len(pairs)
+    def place(self, prog: Program, pairs) -> list[int]:
+        """The lane group of each transfer (sender, receiver) of one slot (-1 for a local copy,
+        which stays on the instance's channel)."""
+        chans = [-1] * len(pairs)
         inter: dict[int, list[int]] = {}
         ups, downs = [], []
         for t, pair in enumerate(pairs):
@@ -90,7 +91,7 @@ class Slots:
         intra = [(self.up, ups), (self.down, downs)]
         for phase, ts in (groups + intra if self.inter_first else intra + groups):
             if ts:
-                chan = phase.place([pairs[t] for t in ts])
+                chan = phase.place(prog, [pairs[t] for t in ts])
                 for t in ts:
                     chans[t] = chan
         return chans

@@ -3,8 +3,8 @@ cimport cython
 from ccxml.frontend.chunk cimport Chunk, Program, piece
 
 @cython.locals(a=Chunk, b=Chunk, src=tuple, into=tuple)
-cdef _issue(Program prog, Py_ssize_t s, Py_ssize_t d, tuple msg, Py_ssize_t chan)
+cdef _issue(Program prog, Py_ssize_t s, Py_ssize_t d, tuple msg, Py_ssize_t chan, Py_ssize_t lane)
 
 @cython.locals(found=list, msgs=list, t=Py_ssize_t, s=Py_ssize_t, d=Py_ssize_t, c=Py_ssize_t,
-               ch=Py_ssize_t, m=tuple)
+               ch=Py_ssize_t, lane=Py_ssize_t, m=tuple)
 cdef _step(Program prog, list per_c, object chan, object placer, str send, str order)

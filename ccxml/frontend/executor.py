@@ -24,8 +24,10 @@ its parameters, never by a second engine:
   an exchange are cut at the same block counts (NHR, NB).
 * ``rounds`` — end every step with :meth:`~ccxml.frontend.chunk.Program.next_round`, as HCCL runs
   a rank's steps one after another on one stream.
-* the channel of a move: ``channel(sender, receiver, instance)`` (default: the instance), or a
-  lane plan (``lanes``) for the phases of the hierarchical algorithms.
+* the channel of a move: ``channel(sender, receiver, instance)`` (default: the instance), or
+  lanes (``lanes``, :mod:`ccxml.frontend.lanes`) for the phases of the hierarchical algorithms:
+  each step's transfers are then recorded as lane groups and the threadblocks pass picks their
+  channels.
 
 Positions in the table are ranks unless ``members`` maps them (a phase inside a server).
 """
@@ -95,7 +97,7 @@ def _run(prog, phase, instances, members, channel, lanes, order, send, merge, ev
             for b, j in tail(phase):
                 r = b if members is None else members[b]
                 ch = c if placer is not None else chan(r, r, c)
-                _issue(prog, r, r, (phase.own(r, j, c), None, final(r, j, c)), ch)
+                _issue(prog, r, r, (phase.own(r, j, c), None, final(r, j, c)), ch, -1)
 
 
 def _step(prog: Program, per_c: list, chan, placer, send: str, order: str) -> None:
@@ -103,29 +105,31 @@ def _step(prog: Program, per_c: list, chan, placer, send: str, order: str) -> No
     if send == "exchange":
         _exchange(prog, per_c, chan)
         return
-    chans = (placer.place([(s, d) if msgs else None for s, d, msgs in per_c[0][1]])
-             if placer is not None else None)
+    if placer is not None:           # lanes: the channel is the pass's, c a placeholder
+        lanes = placer.place(prog, [(s, d) if msgs else None for s, d, msgs in per_c[0][1]])
+        on = lambda s, d, c: c   # noqa: E731
+    else:
+        lanes, on = None, chan
     if send == "interleave":
         for c, found in per_c:
             plans = [_cut(prog, s, d, msgs) for s, d, msgs in found]
-            on = [chans[t] if chans else chan(s, d, c) for t, (s, d, _) in enumerate(found)]
             for i in range(max(map(len, plans), default=0)):
                 for t, (s, d, _) in enumerate(found):
                     if i < len(plans[t]):
-                        _issue(prog, s, d, plans[t][i], on[t])
+                        _issue(prog, s, d, plans[t][i], on(s, d, c), lanes[t] if lanes else -1)
     elif order == "moves":
         for t in range(len(per_c[0][1])):
             for c, found in per_c:
                 s, d, msgs = found[t]
-                ch = chans[t] if chans else chan(s, d, c)
+                ch, lane = on(s, d, c), lanes[t] if lanes else -1
                 for m in msgs:
-                    _issue(prog, s, d, m, ch)
+                    _issue(prog, s, d, m, ch, lane)
     else:
         for c, found in per_c:
             for t, (s, d, msgs) in enumerate(found):
-                ch = chans[t] if chans else chan(s, d, c)
+                ch, lane = on(s, d, c), lanes[t] if lanes else -1
                 for m in msgs:
-                    _issue(prog, s, d, m, ch)
+                    _issue(prog, s, d, m, ch, lane)
 
 
 def _exchange(prog: Program, per_c: list, chan) -> None:
@@ -147,7 +151,7 @@ def _exchange(prog: Program, per_c: list, chan) -> None:
         for i in range(depth):
             for c, a, b, msgs in lanes:
                 if i < len(msgs):
-                    _issue(prog, a, b, msgs[i], chan(a, b, c))
+                    _issue(prog, a, b, msgs[i], chan(a, b, c), -1)
             if depth > 1:
                 prog.next_round()
 
@@ -162,7 +166,7 @@ def _staged(prog: Program, phase: Reduce, si: int, per_c: list, members, chan, n
     for c, found in per_c:
         for (s, d, msgs), (_, _, blocks) in zip(found, step):
             for (src, _, _), j in zip(msgs, blocks):
-                _issue(prog, s, d, (src, None, phase.land(d, s, j, c)), chan(s, d, c))
+                _issue(prog, s, d, (src, None, phase.land(d, s, j, c)), chan(s, d, c), -1)
     landed = landings(step)
     for c, _ in per_c:
         for b, j in sorted(landed):
@@ -197,14 +201,14 @@ def _cut(prog: Program, s: int, d: int, msgs: list[Message]) -> list[Message]:
     return out
 
 
-def _issue(prog: Program, s: int, d: int, msg: Message, chan: int) -> None:
-    """One message: a copy, or a reduce where it names a local operand."""
+def _issue(prog: Program, s: int, d: int, msg: Message, chan: int, lane: int) -> None:
+    """One message: a copy, or a reduce where it names a local operand; on ``lane`` if >= 0."""
     src, opnd, into = msg
     if src[2] == 0:
         return
     a = piece(prog, s, src[0], src[1], src[2])
     b = piece(prog, d, into[0], into[1], into[2])
     if opnd is None:
-        a.copy(b, chan)
+        a.copy(b, chan, lane)
     else:
-        a.reduce(piece(prog, d, opnd[0], opnd[1], opnd[2]), chan, b)
+        a.reduce(piece(prog, d, opnd[0], opnd[1], opnd[2]), chan, b, lane)

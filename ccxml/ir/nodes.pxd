@@ -2,7 +2,8 @@
 cimport cython
 
 cdef class Step:
-    # the object fields first, then the 32-bit ones: no padding (160 bytes with the GC header)
+    # the object fields first, then the 32-bit ones (168 bytes with the GC header: 4 bytes of
+    # padding after ``lane``)
     cdef public object type
     cdef public object src
     cdef public object dst
@@ -19,6 +20,7 @@ cdef class Step:
     cdef public int send_peer
     cdef public int recv_peer
     cdef public int chan
+    cdef public int lane
     cdef public int original_index
     cdef public int send_index
     cdef public int recv_index
