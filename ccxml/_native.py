@@ -16,6 +16,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 
 #: modules setup.py compiles (the IR, the Chunk API and its executor, the planner of the tables,
@@ -69,6 +70,7 @@ class _SourceFirst:
         self.pure = pure
         self.digests = digests
         self.root = root
+        self._verdicts: dict[str, bool] = {}
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in NATIVE_MODULES:
@@ -76,13 +78,35 @@ class _SourceFirst:
         base = os.path.join(self.root, *fullname.split("."))
         if not os.path.exists(base + ".py"):
             return None
-        recorded = self.digests.get(fullname)
-        compiled = (not self.pure and recorded is not None and _has_extension(base)
-                    and recorded == source_digest(base))
-        if compiled:
+        if self.may_run_compiled(fullname):
             return None                          # the ordinary finders pick the extension
         loader = importlib.machinery.SourceFileLoader(fullname, base + ".py")
         return importlib.util.spec_from_file_location(fullname, base + ".py", loader=loader)
+
+    def may_run_compiled(self, fullname: str) -> bool:
+        """Whether ``fullname``'s extension was built from the source that is here, and so were
+        the native modules its ``.pxd`` cimports: a compiled pass built against a compiled IR must
+        not meet the IR's pure-Python classes (Cython refuses them: "TB size changed")."""
+        known = self._verdicts.get(fullname)
+        if known is None:
+            self._verdicts[fullname] = False     # a cimport cycle never makes itself compiled
+            base = os.path.join(self.root, *fullname.split("."))
+            recorded = self.digests.get(fullname)
+            known = (not self.pure and recorded is not None and _has_extension(base)
+                     and recorded == source_digest(base)
+                     and all(self.may_run_compiled(dep) for dep in cimported(base)))
+            self._verdicts[fullname] = known
+        return known
+
+
+def cimported(base: str) -> list[str]:
+    """The native modules that ``base + ".pxd"`` cimports (``from ccxml.x cimport ...``)."""
+    try:
+        with open(base + ".pxd") as f:
+            text = f.read()
+    except OSError:
+        return []
+    return [m for m in re.findall(r"^\s*from\s+(ccxml[\w.]*)\s+cimport\b", text, re.M) if m in NATIVE_MODULES]
 
 
 def is_compiled(module_file: str) -> bool:

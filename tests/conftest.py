@@ -8,6 +8,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("CCXML_CORPUS", REPO.parent / "shared" / "xml-corpus"))
+#: the real NCCL topology files (../shared/topologies beside the checkout or above a worktree)
+TOPOLOGIES = Path(os.environ.get("CCXML_TOPOLOGIES") or next(
+    (p / "shared" / "topologies" for p in REPO.parents if (p / "shared" / "topologies").is_dir()),
+    REPO.parent / "shared" / "topologies"))
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,8 @@ COMMANDS = {
     "simulate": ("ccxml.cli.simulate", "simulate", "Estimate a schedule's time (alpha-beta-gamma)."),
     "select": ("ccxml.cli.simulate", "select", "Rank algorithms for a collective by simulated time."),
     "tune": ("ccxml.cli.tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
+    "topology": ("ccxml.cli.topology", "topology", "Show the topology model (presets, files)."),
+    "mscclang": ("ccxml.cli.mscclang", "mscclang", "Compile an msccl-tools (MSCCLang) script, unchanged."),
 }
 
 #: commands that build and drop many schedules in one process keep the cyclic garbage collector

@@ -46,21 +46,26 @@ def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec"
     return to_xml(algo, target), algo
 
 
-def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
+def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, preset=None, nodes=None):
     """(ranks, Topology or None) from the topology options; one clear line on a bad shape.
 
     ccxml.topology.model (and pydantic) is imported only when a topology option is given."""
     given = [name for name, v in (("--servers/--ranks-per-server", servers or ranks_per_server),
-                                  ("--groups", groups), ("--topology", topology_file)) if v]
+                                  ("--groups", groups), ("--topology", topology_file),
+                                  ("--preset", preset)) if v]
+    if nodes is not None and not (preset or topology_file):
+        _fail("--nodes needs --preset or --topology")
     if not given:
         return ranks, None
     if len(given) > 1:
         _fail(f"give only one of {' and '.join(given)}")
-    from ccxml.topology.model import Topology, load_topology
+    from ccxml.topology.model import Topology, load_preset, load_topology
     from ccxml.vocab.errors import TopologyError
     try:
-        if topology_file:
-            topo = load_topology(topology_file)
+        if preset:
+            topo = load_preset(preset, 1 if nodes is None else nodes)
+        elif topology_file:
+            topo = load_topology(topology_file, nodes=nodes)
         elif groups:
             topo = Topology.from_groups(groups)
         elif servers or ranks_per_server:
@@ -105,16 +110,21 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file):
 @click.option("--ranks-per-server", type=int, default=None, help="Hierarchical algorithms: ranks per server.")
 @click.option("--groups", default=None, help="Hierarchical algorithms: group sizes, e.g. 2,3 or 4x8.")
 @click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
-              help="Hierarchical algorithms: topology file (JSON or TOML).")
+              help="Hierarchical algorithms: topology file (JSON, TOML or NCCL topology XML).")
+@click.option("--preset", default=None, metavar="NAME",
+              help="Hierarchical algorithms: servers and ranks per server from a hardware preset "
+                   "(dgx-h100, ...; --nodes N servers).")
+@click.option("--nodes", type=int, default=None, help="With --preset: the number of servers.")
 @click.option("--intra", default=None, metavar="ALG", help=INTRA_HELP)
 @click.option("--inter", default=None, metavar="ALG", help=INTER_HELP)
 @click.option("--variant", default=None, metavar="V", help=VARIANT_HELP)
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
              counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
-             intra=None, inter=None, variant=None, quiet=False):
+             preset=None, nodes=None, intra=None, inter=None, variant=None, quiet=False):
     """Generate ALGORITHM's MSCCL XML for a collective."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
-    ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file)
+    ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file,
+                                        preset, nodes)
     if ranks is None:
         _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
     matrix = None

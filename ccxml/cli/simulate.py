@@ -14,6 +14,7 @@ import sys
 
 import click
 
+from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.vocab.wire import Coll
 
 COLL_NAMES = [c.value for c in Coll]
@@ -87,17 +88,6 @@ def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int],
 
 def _fail(message: str):
     raise click.ClickException(message)
-
-
-def _topology(topology_file, alpha, beta, gamma, schedule=None):
-    from ccxml.simulator import resolve_topology
-    from ccxml.vocab.errors import TopologyError
-    if topology_file is not None and any(x is not None for x in (alpha, beta, gamma)):
-        raise click.UsageError("give either --topology or --alpha/--beta/--gamma, not both")
-    try:
-        return resolve_topology(schedule, topology_file, alpha, beta, gamma)
-    except TopologyError as e:
-        _fail(str(e))
 
 
 def _sizes(nbytes, minbytes, maxbytes, factor) -> list[int]:
@@ -174,7 +164,8 @@ def _plot(path: str, label: str, rows, title: str) -> None:
 
 @click.command("simulate")
 @click.argument("target")
-@click.option("--ranks", "-n", type=int, default=None, help="Ranks (required for an ALGO).")
+@click.option("--ranks", "-n", type=int, default=None,
+              help="Ranks (for an ALGO; default: the topology's rank count).")
 @click.option("--coll", "-c", type=click.Choice(COLL_NAMES), default=None,
               help="Collective (required for an ALGO).")
 @click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
@@ -183,23 +174,27 @@ def _plot(path: str, label: str, rows, title: str) -> None:
 @click.option("-e", "--maxbytes", default=None, help="Sweep end (default 1G).")
 @click.option("-f", "--stepfactor", type=float, default=2.0, show_default=True,
               help="Sweep multiplication factor.")
-@click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
-              help="Topology file (JSON or TOML).")
+@topology_options
 @click.option("--alpha", type=float, default=None, help="Flat latency per transfer, s.")
 @click.option("--beta", type=float, default=None, help="Flat time per byte, s/B.")
 @click.option("--gamma", type=float, default=None, help="Flat reduction time per byte, s/B.")
+@click.option("--links", "nlinks", type=int, default=5, show_default=True,
+              help="Busiest links to list (0: none; --json lists all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--plot", default=None, help="Write busbw vs size to OUT.png or OUT.svg.")
 def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, topology_file,
-             alpha, beta, gamma, as_json, plot):
+             preset, nodes, gpu, alpha, beta, gamma, nlinks, as_json, plot):
     """Estimate how long TARGET (an MSCCL XML file or an algorithm name) takes.
 
-    The α-β-γ model: every link is independent and full duplex, a transfer of b bytes costs
-    α + b·β, a reduction b·γ. Sizes are nccl-tests' (allreduce: buffer; allgather: output;
-    reducescatter: input; alltoall: total). Without --topology/--alpha/--beta/--gamma the
-    topology recorded in the file is used, else 1 µs, 100 GB/s, 1 TB/s reduction.
+    On a preset or a network topology (--preset, a [network] file, NCCL topology XML) every
+    transfer crosses the links of its route and shares them, max-min fairly, with the transfers
+    in flight there. On dedicated links (--alpha/--beta/--gamma, a file of levels, the flat
+    preset) every pair of ranks has its own full-duplex link: b bytes cost α + b·β, a reduction
+    b·γ. Sizes are nccl-tests' (allreduce: buffer; allgather: output; reducescatter: input;
+    alltoall: total). With no topology option the topology recorded in the file is used, else
+    1 µs, 100 GB/s, 1 TB/s reduction. The table shows the topology's busbw bound beside each row.
     """
-    from ccxml.simulator import simulate_schedule
+    from ccxml.simulator import busbw_bound, simulate_schedule
     from ccxml.vocab.errors import SimulationError, TopologyError
     sizes = _sizes(nbytes, minbytes, maxbytes, stepfactor)
     is_file = os.path.exists(target) or target.lower().endswith(".xml")
@@ -216,12 +211,15 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
         if coll is not None and coll != schedule.coll:
             raise click.UsageError(f"--coll {coll} does not match the file's coll={schedule.coll}")
         label = os.path.basename(target)
-        topo = _topology(topology_file, alpha, beta, gamma, schedule)
+        topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma,
+                              schedule=schedule)
     else:
-        if ranks is None or coll is None:
+        topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
+        if coll is None or (ranks is None and topo.nranks is None):
             raise click.UsageError(f"{target!r} is not a file; to simulate an algorithm give "
-                                   f"--ranks and --coll (e.g. ccxml simulate ring --ranks 8 --coll allreduce)")
-        topo = _topology(topology_file, alpha, beta, gamma)
+                                   f"--ranks and --coll (e.g. ccxml simulate ring --ranks 8 --coll "
+                                   f"allreduce; --preset/--nodes give the ranks too)")
+        ranks = ranks_of(topo, ranks)
         try:
             schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo)
         except ValueError as e:
@@ -232,9 +230,12 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
         if is_file:
             schedules = [schedule] * len(sizes)
         results = [simulate_schedule(sch, n, topo) for sch, n in zip(schedules, sizes)]
+        p = schedule.ngpus or len(schedule.gpus)
+        the_root = root if root is not None else (int(schedule.attrs.get("root", 0) or 0))
+        bounds = [busbw_bound(topo, schedule.coll, p, n, the_root) if p >= 2 else None for n in sizes]
     except (SimulationError, TopologyError) as e:
         _fail(f"{label}: {e}")
-    warnings = []
+    warnings = list(notes)
     w = _window_warning(schedule, sizes) if is_file else None
     if w:
         warnings.append(w)
@@ -242,47 +243,72 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
         warnings.append(msg)
     last = results[-1]
     if as_json:
+        busiest = last.busiest_link
         doc = {
             "schedule": {"name": schedule.name, "source": target, "coll": schedule.coll,
                          "ngpus": schedule.ngpus, "nchunksperloop": schedule.nchunksperloop,
                          "proto": schedule.proto},
             "topology": topo.to_dict(),
+            "model": last.model,
             "rows": [{"bytes": r.nbytes, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,
                       "busbw_GBps": r.busbw / 1e9} for r in results],
+            "bounds": [None if b is None else
+                       {"bytes": n, "time_s": b.time_s, "busbw_GBps": b.busbw / 1e9, "cut": b.cut}
+                       for n, b in zip(sizes, bounds)],
             "at_bytes": last.nbytes,
             "critical_path": [s.to_dict() for s in last.critical_path],
             "link_busy": [ln.to_dict(last.time_s) for ln in last.links],
+            "links": [ln.to_dict(last.time_s) for ln in last.net_links],
+            "busiest_link": None if busiest is None else busiest.to_dict(last.time_s),
             "ranks": [r.to_dict() for r in last.ranks],
             "warnings": warnings,
         }
         click.echo(json.dumps(doc, indent=1))
     else:
-        _print_table(label, schedule, topo, results, warnings)
+        _print_table(label, schedule, topo, results, bounds, warnings, nlinks)
     if plot:
         _plot(plot, label, results, f"{label}, {schedule.ngpus} ranks ({topo.describe()})")
 
 
-def _print_table(label, schedule, topo, results, warnings) -> None:
+def _fmt_bw(x: float) -> str:
+    return "inf" if x == float("inf") else f"{x / 1e9:.2f}"
+
+
+def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> None:
     from ccxml.vocab.sizes import format_size
     out = [f"# ccxml simulate: {label}: {schedule.coll}, {schedule.ngpus} ranks, "
            f"nchunksperloop {schedule.nchunksperloop}, {schedule.nsteps} steps",
            f"# topology: {topo.describe()}",
            "#",
-           f"# {'size':>12} {'time':>12} {'algbw':>9} {'busbw':>9}",
-           f"# {'(B)':>12} {'(us)':>12} {'(GB/s)':>9} {'(GB/s)':>9}"]
-    for r in results:
+           f"# {'size':>12} {'time':>12} {'algbw':>9} {'busbw':>9} {'bound':>9}",
+           f"# {'(B)':>12} {'(us)':>12} {'(GB/s)':>9} {'(GB/s)':>9} {'(GB/s)':>9}"]
+    for r, b in zip(results, bounds):
         out.append(f"  {int(r.nbytes):>12} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
-                   f"{r.busbw / 1e9:>9.2f}")
-    last = results[-1]
+                   f"{r.busbw / 1e9:>9.2f} {_fmt_bw(b.busbw) if b else '-':>9}")
+    last, b = results[-1], bounds[-1]
+    at = format_size(last.nbytes)
     path = last.critical_path
     hops = " > ".join(f"r{s.gpu}/tb{s.tb}/{s.step}:{s.type}" for s in path[:8])
     more = f" > ... ({len(path) - 8} more)" if len(path) > 8 else ""
-    out.append(f"# critical path at {format_size(last.nbytes)}: {len(path)} steps: {hops}{more}")
-    if last.links:
-        busiest = max(last.links, key=lambda ln: (ln.busy_s, -ln.src, -ln.dst))
-        share = busiest.busy_s / last.time_s * 100 if last.time_s > 0 else 0.0
-        out.append(f"# busiest link at {format_size(last.nbytes)}: {busiest.src}->{busiest.dst} "
-                   f"({busiest.level}), {busiest.transfers} transfers, busy {share:.1f}% of the time")
+    out.append(f"# critical path at {at}: {len(path)} steps: {hops}{more}")
+    if b is not None and b.busbw != float("inf"):
+        share = last.busbw / b.busbw * 100 if b.busbw > 0 else 0.0
+        out.append(f"# bound at {at}: busbw <= {b.busbw / 1e9:.2f} GB/s ({b.cut}); this schedule "
+                   f"reaches {share:.1f}% of it")
+    busiest = last.busiest_link
+    if busiest is not None:
+        util = busiest.utilization(last.time_s) * 100
+        busy = busiest.busy_s / last.time_s * 100 if last.time_s > 0 else 0.0
+        out.append(f"# busiest link at {at}: {busiest.name} ({busiest.kind}), {busiest.transfers} "
+                   f"transfers, utilisation {util:.1f}%, busy {busy:.1f}% of the time")
+        if nlinks > 0 and len(last.net_links) > 1:
+            ranked = sorted(last.net_links, key=lambda ln: (-ln.utilization(last.time_s), ln.name))
+            out.append(f"# links at {at} (utilisation = bytes / (bandwidth x time)):")
+            for ln in ranked[:nlinks]:
+                out.append(f"#   {ln.name:<28} {ln.kind:<7} {_fmt_bw(ln.capacity):>8} GB/s  "
+                           f"{ln.utilization(last.time_s) * 100:5.1f}%  {ln.transfers} transfers")
+            if len(ranked) > nlinks:
+                out.append(f"#   ... {len(ranked) - nlinks} more links (--links N, or --json)")
     for w in warnings:
         out.append(f"# note: {w}")
     click.echo("\n".join(out))
@@ -316,23 +342,28 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
 
 
 @click.command("select")
-@click.option("--ranks", "-n", type=int, required=True, help="Ranks.")
+@click.option("--ranks", "-n", type=int, default=None,
+              help="Ranks (default: the topology's rank count).")
 @click.option("--coll", "-c", type=click.Choice(COLL_NAMES), required=True, help="Collective.")
 @click.option("--bytes", "nbytes", required=True, help="Message size, e.g. 8M.")
 @click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
-@click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
-              help="Topology file (JSON or TOML); flat 1 µs / 100 GB/s when absent.")
+@topology_options
 @click.option("--alpha", type=float, default=None, help="Flat latency per transfer, s.")
 @click.option("--beta", type=float, default=None, help="Flat time per byte, s/B.")
 @click.option("--gamma", type=float, default=None, help="Flat reduction time per byte, s/B.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def select(ranks, coll, nbytes, root, topology_file, alpha, beta, gamma, as_json):
-    """Rank every algorithm that supports COLL by simulated time, beside HCCL's rule of thumb."""
+def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, beta, gamma, as_json):
+    """Rank every algorithm that supports COLL by simulated time, beside HCCL's rule of thumb.
+
+    Without a topology option: the flat model (dedicated 100 GB/s links, 1 µs per transfer);
+    --preset NAME --nodes N ranks on that cluster, with its links shared."""
+    from ccxml.simulator import busbw_bound
     from ccxml.simulator.rules import hccl_rule
     from ccxml.vocab.errors import TopologyError
     from ccxml.vocab.sizes import format_size
     n = _sizes(nbytes, None, None, 2.0)[0]
-    topo = _topology(topology_file, alpha, beta, gamma)
+    topo, topo_notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
+    ranks = ranks_of(topo, ranks)
     try:
         topo.check_ranks(ranks)
     except TopologyError as e:
@@ -340,10 +371,21 @@ def select(ranks, coll, nbytes, root, topology_file, alpha, beta, gamma, as_json
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
     ranked, skipped = rank_algorithms(coll, ranks, n, topo, root)
+    bound = busbw_bound(topo, coll, ranks, n, root or 0)
     advice = hccl_rule(coll, ranks, n, topo)
     names = [name for name, _ in ranked]
+    times = {name: r.time_s for name, r in ranked}
     rule_pick = next((a for a in advice.algorithms if a in names), None)
     notes = []
+    alt = advice.unless_faster
+    if rule_pick is not None and alt in times and alt != rule_pick and times[alt] < times[rule_pick]:
+        notes.append(f"the rule's {rule_pick} gives way to {alt}: the model shows {alt} is faster "
+                     f"here ({times[alt] / times[rule_pick]:.2f}x {rule_pick}'s time)")
+        rule_pick = alt
+    if advice.algorithms and rule_pick is not None and rule_pick != advice.algorithms[0] \
+            and advice.algorithms[0] not in names and advice.algorithms[0] != alt:
+        notes.append(f"the rule's first choice ({advice.algorithms[0]}) cannot run {coll} here; "
+                     f"next: {rule_pick}")
     if not ranked:
         notes.append(f"no available algorithm can run {coll} on {ranks} ranks here")
     elif rule_pick is None:
@@ -352,24 +394,31 @@ def select(ranks, coll, nbytes, root, topology_file, alpha, beta, gamma, as_json
         why = "cannot run this shape" if present else "is not in this build of ccxml"
         notes.append(f"the rule's choice ({', '.join(advice.algorithms) or 'none'}) {why}")
     elif rule_pick != names[0]:
-        best_t = ranked[0][1].time_s
-        t = dict(ranked)[rule_pick].time_s
+        why = ""
+        if advice.level == "server-outer" and rule_pick in ("ring", "rhd", "nhr", "nb"):
+            why = (f"; the rule names the algorithm between servers, ccxml's {rule_pick} runs over "
+                   f"all ranks at once")
+        elif not topo.is_network and topo.servers > 1:
+            why = ("; the dedicated-link model gives every pair of ranks its own full-duplex link, "
+                   "which favours many-link algorithms more than real NICs do (try --preset)")
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
-                     f"{len(names)}, {t / best_t:.2f}x the best time) but the model prefers "
-                     f"{names[0]}; the model gives every pair of ranks its own full-duplex link, "
-                     f"which favours many-link algorithms more than real NICs do")
+                     f"{len(names)}, {times[rule_pick] / times[names[0]]:.2f}x the best time) but "
+                     f"the model prefers {names[0]}{why}")
     if as_json:
         click.echo(json.dumps({
             "coll": coll, "ranks": ranks, "bytes": n, "topology": topo.to_dict(),
+            "model": "shared" if topo.is_network else "dedicated",
+            "bound": {"time_s": bound.time_s, "busbw_GBps": bound.busbw / 1e9, "cut": bound.cut},
             "ranking": [{"algorithm": a, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,
                          "busbw_GBps": r.busbw / 1e9} for a, r in ranked],
             "unavailable": [{"algorithm": a, "reason": why} for a, why in skipped],
             "rule": {"level": advice.level, "algorithms": list(advice.algorithms),
-                     "reason": advice.reason, "pick": rule_pick},
-            "notes": notes}, indent=1))
+                     "reason": advice.reason, "pick": rule_pick, "unless_faster": alt},
+            "notes": notes, "topology_notes": topo_notes}, indent=1))
         return
     out = [f"# ccxml select: {coll}, {ranks} ranks, {format_size(n)} ({n} B)",
            f"# topology: {topo.describe()}",
+           f"# bound: busbw <= {_fmt_bw(bound.busbw)} GB/s ({bound.cut})",
            f"# HCCL rule ({advice.level}): {advice.reason} -> {', '.join(advice.algorithms) or '-'}",
            "#",
            f"# {'rank':>4}  {'algorithm':<14} {'time (us)':>12} {'algbw':>9} {'busbw':>9} {'vs best':>8}  rule"]
@@ -381,7 +430,7 @@ def select(ranks, coll, nbytes, root, topology_file, alpha, beta, gamma, as_json
                    f"{r.busbw / 1e9:>9.2f} {rel:>7.2f}x  {mark}".rstrip())
     for name, why in skipped:
         out.append(f"  {'-':>4}  {name:<14} n/a: {why}")
-    for note in notes:
+    for note in notes + topo_notes:
         out.append(f"# note: {note}")
     click.echo("\n".join(out))
 

@@ -5,6 +5,7 @@ import os
 
 import click
 
+from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.vocab.wire import PROFILES
 
 TARGETS = [t for t in ("exec", "rccl") if t in PROFILES]
@@ -50,9 +51,9 @@ def _size(text, option):
 
 
 @click.command("tune")
-@click.option("--ranks", "-n", type=int, required=True, help="Ranks (GPUs) of the communicator.")
-@click.option("--topology", "topology_file", type=click.Path(dir_okay=False), default=None,
-              help="Topology file (JSON or TOML); flat 1 us / 100 GB/s when absent.")
+@click.option("--ranks", "-n", type=int, default=None,
+              help="Ranks (GPUs) of the communicator (default: the topology's rank count).")
+@topology_options
 @click.option("--coll", "-c", "colls", multiple=True,
               help="Collective(s) to tune, repeatable or comma-separated (default: allreduce, "
                    "allgather, reducescatter, alltoall; broadcast/reduce only when named).")
@@ -73,17 +74,18 @@ def _size(text, option):
 @click.option("--channels", type=int, default=1, show_default=True, help="Channels per instance.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("-o", "--output", required=True, help="The directory to write (MSCCL_ALGO_DIR).")
-def tune(ranks, topology_file, colls, target, min_bytes, max_bytes, factor, algorithms, forms,
-         root, channels, quiet, output):
+def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max_bytes, factor,
+         algorithms, forms, root, channels, quiet, output):
     """Write a directory the runtime can use as MSCCL_ALGO_DIR, every file verified.
 
     Per collective and call form, the size range is split into windows, each served by the
     algorithm the cost model ranks fastest there; each file is proven by the interpreter before
-    it is written. The manifest goes beside the directory: DIR.manifest.json.
+    it is written. The manifest goes beside the directory: DIR.manifest.json, with each window's
+    simulated busbw and the topology's bound. Without a topology option: the flat model
+    (dedicated 100 GB/s links); --preset dgx-h100 --nodes 4 tunes for that cluster.
     """
     from ccxml.cli.progress import Progress
     from ccxml.simulator import DEFAULT_TOPOLOGY
-    from ccxml.topology.model import load_topology
     from ccxml.tuning.engine import TuneConfig, check_directory, write_algo_dir
     from ccxml.tuning.engine import tune as run_tune
     from ccxml.vocab.errors import TopologyError, TuneError
@@ -92,6 +94,8 @@ def tune(ranks, topology_file, colls, target, min_bytes, max_bytes, factor, algo
         raise click.UsageError(f"--max-bytes {hi} is below --min-bytes {lo}")
     if factor <= 1:
         raise click.UsageError(f"--factor must be > 1, got {factor}")
+    topo, topo_notes = resolve(topology_file, preset, nodes, gpu, default=DEFAULT_TOPOLOGY)
+    ranks = ranks_of(topo, ranks)
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
     if channels < 1:
@@ -99,10 +103,11 @@ def tune(ranks, topology_file, colls, target, min_bytes, max_bytes, factor, algo
     if not 0 <= root < ranks:
         raise click.UsageError(f"--root {root} is out of range for {ranks} ranks (0..{ranks - 1})")
     try:
-        topo = load_topology(topology_file) if topology_file else DEFAULT_TOPOLOGY
         topo.check_ranks(ranks)
     except TopologyError as e:
         raise click.ClickException(str(e)) from None
+    for note in topo_notes:
+        click.echo(f"note: {note}", err=True)
     cfg = TuneConfig(ranks=ranks, topology=topo, colls=_colls(colls), target=target, min_bytes=lo,
                      max_bytes=hi, factor=factor, algorithms=_algorithms(algorithms),
                      forms=("outofplace", "inplace") if forms == "both" else (forms,),
@@ -134,7 +139,10 @@ def tune(ranks, topology_file, colls, target, min_bytes, max_bytes, factor, algo
     for f in result.files:
         window = f"{format_size(f.min_bytes)}..{format_size(f.max_bytes) if f.max_bytes else 'unlimited'}"
         busbw = [p["busbw_GBps"] for p in f.simulated.values()]
+        bound = [p["bound_busbw_GBps"] for p in f.simulated.values() if "bound_busbw_GBps" in p]
+        bounds = f" (bound {'..'.join(f'{b:g}' for b in bound)})" if bound else ""
         click.echo(f"{f.verdict['verdict']} {os.path.join(output, f.name)}: {f.coll} {f.form} "
-                   f"{window} {f.algorithm} {f.proto}, busbw {'..'.join(f'{b:g}' for b in busbw)} GB/s")
+                   f"{window} {f.algorithm} {f.proto}, busbw {'..'.join(f'{b:g}' for b in busbw)} "
+                   f"GB/s{bounds}")
     click.echo(f"wrote {len(result.files)} files to {output} and {mpath}; "
                f"use: export MSCCL_ALGO_DIR={os.path.abspath(output)}")

@@ -4,6 +4,8 @@
   become IR steps; :meth:`Program.compile` runs the passes and :meth:`Program.to_xml` the writer.
 * :mod:`.algorithm` — what every algorithm script shares: :class:`Options`, up-front parameter
   checks, the Program a builder starts from.
+* :mod:`.design` — the framework design's ``Algo``/``GPU``/``TB``/``Step``/``Chunk``, as views
+  over the IR that issue through the Chunk API (import it from there: it loads the writer).
 """
 from __future__ import annotations
 

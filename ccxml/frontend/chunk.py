@@ -8,10 +8,19 @@ chunks issue IR steps (:mod:`ccxml.ir.nodes`):
 ===========================  ==========================================================
 ``a.copy(b)``                same rank: ``cpy``; other rank: ``copy_diff`` (``s`` + ``r``)
 ``a.copy_diff(b)``           a matched send on a's rank and receive on b's rank
-``a.send(b)``                same as ``copy_diff`` (the seed design's name for the pair)
 ``a.reduce(b)``              b ⊕= a. Same rank: ``re``; other rank: ``s`` + ``rrc``
 ``a.reduce(b, out=c)``       c = b ⊕ a, c on b's rank (receive-reduce-copy into c)
+``a.send(rank)``             one ``s`` of a to ``rank`` (one end of a message)
+``b.recv(rank)``             one ``r`` into b from ``rank`` (the other end)
+``a.rcs(c, via)``            rank ``via`` receives a into c's place and forwards it to c's
+                             rank (a receive and a send there, fused into ``rcs``)
 ===========================  ==========================================================
+
+``send``/``recv`` issue one end of a message each, as the framework design's Chunk does: the
+k-th send from rank x to rank y on a channel is matched with the k-th receive on y from x on that
+channel when the program is compiled, and an end left over is an error naming both ranks.
+Buffers are named by :class:`~ccxml.vocab.wire.Buffer` or by ``"input"``/``"output"``/
+``"scratch"`` (or ``"i"``/``"o"``/``"s"``).
 
 Ranges longer than a message may be (:func:`message_cap`: what a link can buffer without
 wedging, from the protocol and ``max_bytes``) go as several messages, and local steps longer than
@@ -33,9 +42,10 @@ from __future__ import annotations
 from ccxml.ir.nodes import Algo, Step, new_step, pack_deps
 from ccxml.passes import compile_algo
 from ccxml.vocab.collectives import Collective
-from ccxml.vocab.errors import ChunkError, IRError
+from ccxml.vocab.errors import ChunkError, IRError, LinkError
 from ccxml.vocab.wire import (
     COPY,
+    CUSTOM_COLL,
     INPUT,
     LINK_CALLS,
     OUTPUT,
@@ -142,7 +152,42 @@ class Chunk:
         send.send_to, recv.recv_from = recv, send
         return dst
 
-    send = copy_diff
+    def send(self, dst: int, chan: int = 0) -> Step:
+        """One ``s`` of this chunk to rank ``dst``: one end of a message, matched with a
+        :meth:`recv` on ``dst`` when the program is compiled (the k-th send from this rank to
+        ``dst`` on ``chan`` with the k-th receive there). Returns the step."""
+        if isinstance(dst, Chunk):
+            raise ChunkError(f"Chunk.send takes the destination rank (one s step); for the "
+                             f"send/receive pair into {dst} use copy_diff")
+        self.program._check_peer(self.gpu_id, dst, "send to")
+        return self.program._issue_end(SEND, self.gpu_id, self.ref, None, self.size, dst, -1, chan)
+
+    def recv(self, src: int, chan: int = 0) -> Step:
+        """One ``r`` into this chunk from rank ``src``: the other end of a :meth:`send` issued
+        on ``src``. Returns the step."""
+        if isinstance(src, Chunk):
+            raise ChunkError(f"Chunk.recv takes the source rank (one r step); for the "
+                             f"send/receive pair from {src} use copy_diff")
+        self.program._check_peer(self.gpu_id, src, "receive from")
+        return self.program._issue_end(RECV, self.gpu_id, None, self.ref, self.size, -1, src, chan)
+
+    def rcs(self, dst: "Chunk", via: int, chan: int = 0) -> Step:
+        """Receive-copy-send on rank ``via``: it receives this chunk from this chunk's rank into
+        ``dst``'s buffer and index, and forwards it to ``dst``'s rank. The two ends outside
+        ``via`` are issued apart (:meth:`send` here, :meth:`recv` on ``dst``'s rank); the compiler
+        fuses the receive and the send into one ``rcs`` where they share a TB. Returns the
+        receive step."""
+        if dst.program is not self.program or dst.size != self.size:
+            self._check_size(dst)
+        prog = self.program
+        if len({self.gpu_id, dst.gpu_id, via}) != 3:
+            raise ChunkError(f"rcs needs three different ranks: {self} -> rank {via} -> {dst}")
+        prog._check_peer(via, self.gpu_id, "receive from")
+        prog._check_peer(via, dst.gpu_id, "send to")
+        here = prog._chunk(via, dst.chunk_type, dst.index, dst.size)
+        recv = prog._issue_end(RECV, via, None, here.ref, self.size, -1, self.gpu_id, chan)
+        prog._issue_end(SEND, via, here.ref, None, self.size, dst.gpu_id, -1, chan)
+        return recv
 
     def reduce(self, dst: "Chunk", chan: int = 0, out: "Chunk | None" = None, lane: int = -1) -> "Chunk":
         """Combine this chunk into ``dst``: ``out`` (default ``dst``) = ``dst`` ⊕ this.
@@ -243,6 +288,23 @@ def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
     return max(1, min(MAX_CNT, calls * max_allowed_count(proto, max_bytes, nchunksperloop)))
 
 
+#: the names a buffer goes by: the wire letters and the framework design's words
+_BUFFER_NAMES = {"i": INPUT, "o": OUTPUT, "s": SCRATCH,
+                 "input": INPUT, "output": OUTPUT, "scratch": SCRATCH}
+
+
+def buffer_named(name) -> Buffer:
+    """The buffer called ``name`` (a Buffer, ``"input"``/``"output"``/``"scratch"`` or
+    ``"i"``/``"o"``/``"s"``)."""
+    if isinstance(name, Buffer):
+        return name
+    try:
+        return _BUFFER_NAMES[name]
+    except (KeyError, TypeError):
+        raise ChunkError(f"unknown buffer {name!r}: use input, output or scratch "
+                         f"(or i, o, s)") from None
+
+
 #: Program._compiled while (or after) the passes fail
 _FAILED = "failed"
 
@@ -277,22 +339,46 @@ class Program:
     def __init__(self, name: str, coll: Coll | str, ngpus: int, nchunksperloop: int, *,
                  proto: Proto | str = Proto.SIMPLE, inplace: bool = False, root: int | None = None,
                  counts=None, min_bytes: int = 0, max_bytes: int = 0,
-                 extra_attrs: dict[str, str] | None = None):
-        coll = Coll(coll)
+                 extra_attrs: dict[str, str] | None = None, buffers=None):
+        """``coll`` is a :class:`~ccxml.vocab.wire.Coll`, or ``"custom"`` for a collective ccxml
+        does not define (MSCCLang's custom collectives, loaded only by the legacy runtime): then
+        ``buffers`` gives each rank's (input, output) chunk counts, the buffers never alias and
+        the program has no postcondition (``inplace`` only sets the call form the file
+        declares)."""
+        custom = coll == CUSTOM_COLL
         proto = Proto(proto)
         if ngpus < 2:
             raise ChunkError(f"a collective needs at least 2 ranks, got {ngpus}")
         if nchunksperloop < 1:
             raise ChunkError(f"nchunksperloop must be >= 1, got {nchunksperloop}")
-        self.collective = Collective(coll, ngpus, nchunksperloop, root if coll.rooted else None,
-                                     tuple(tuple(r) for r in counts) if counts is not None else None)
+        if custom:
+            if buffers is None or len(buffers) != ngpus:
+                raise ChunkError(f"a custom collective needs the (input, output) chunk counts of "
+                                 f"each of its {ngpus} ranks")
+            self.collective = None
+            sizes = [(int(i), int(o)) for i, o in buffers]
+            if min(min(size) for size in sizes) < 0:
+                raise ChunkError("a custom collective's buffers cannot have fewer than 0 chunks")
+            root = None
+        else:
+            coll = Coll(coll)
+            if buffers is not None:
+                raise ChunkError(f"buffers= is for custom collectives; {coll.value} sizes its own")
+            if not coll.rooted:
+                root = None
+            self.collective = Collective(
+                coll, ngpus, nchunksperloop, root,
+                tuple(tuple(r) for r in counts) if counts is not None else None)
+            sizes = [(self.collective.input_chunks(r), self.collective.output_chunks(r))
+                     for r in range(ngpus)]
         self.inplace = inplace
         self.algo = Algo(name, coll, ngpus, nchunksperloop, proto=proto, inplace=inplace,
-                         min_bytes=min_bytes, max_bytes=max_bytes,
-                         root=root if coll.rooted else None, extra_attrs=extra_attrs)
+                         min_bytes=min_bytes, max_bytes=max_bytes, root=root,
+                         extra_attrs=extra_attrs)
+        aliased = inplace and not custom
         for gpu in self.algo.gpus:
-            i, o = self.collective.input_chunks(gpu.id), self.collective.output_chunks(gpu.id)
-            if inplace:
+            i, o = sizes[gpu.id]
+            if aliased:
                 # one buffer holds both; the other is declared empty like real in-place files
                 if coll in (Coll.ALLGATHER, Coll.GATHER):
                     i = 0
@@ -301,12 +387,12 @@ class Program:
             gpu.input_chunks, gpu.output_chunks = i, o
         self.message_cap = message_cap(proto, max_bytes, nchunksperloop)
         self._ngpus = ngpus
-        self._in_sizes = [self.collective.input_chunks(r) for r in range(ngpus)]
-        self._out_sizes = [self.collective.output_chunks(r) for r in range(ngpus)]
+        self._in_sizes = [i for i, _ in sizes]
+        self._out_sizes = [o for _, o in sizes]
         self._pending = [gpu.pending for gpu in self.algo.gpus]
         # in place, one buffer stands for both: input j == output j + inplace_input_offset
         self._aliased = self._alias = None
-        if inplace:
+        if aliased:
             shifts = [self.collective.inplace_input_offset(r) for r in range(ngpus)]
             if coll in (Coll.ALLGATHER, Coll.GATHER):
                 self._aliased, self._alias, self._alias_shift = INPUT, OUTPUT, shifts
@@ -329,6 +415,7 @@ class Program:
         self._refs: list[list] = [[], [], []]  # per buffer code, per index: the one (buffer, index)
         self._deps: list[Step] = []         # the dependencies of the step being issued
         self._compiled: str | bool = False
+        self._ends: list[Step] = []         # steps issued by send/recv/rcs, matched at compile
 
     @property
     def ngpus(self) -> int:
@@ -342,7 +429,7 @@ class Program:
         is translated to the buffer the file uses, so algorithms are written once.
         """
         if type(buffer) is not Buffer:
-            buffer = Buffer(buffer)
+            buffer = buffer_named(buffer)
         return self._chunk(rank, buffer, index, size)
 
     def input(self, rank: int, index: int, size: int = 1) -> Chunk:
@@ -374,6 +461,50 @@ class Program:
         if buffer is self._aliased:
             buffer, index = self._alias, index + self._alias_shift[rank]
         return _new_chunk(self, rank, buffer, index, size)
+
+    # ---- one end of a message (send / recv / rcs) ----------------------------------------
+    def _check_peer(self, rank: int, peer: int, what: str) -> None:
+        if not isinstance(peer, int) or not 0 <= peer < self._ngpus:
+            raise ChunkError(f"rank {rank} cannot {what} rank {peer!r}: ranks are 0..{self._ngpus - 1}")
+        if peer == rank:
+            raise ChunkError(f"rank {rank} cannot {what} itself")
+
+    def _issue_end(self, type: StepType, gpu: int, src, dst, cnt: int, send_peer: int,
+                   recv_peer: int, chan: int) -> Step:
+        """Issue one end of a message; :meth:`_match_ends` pairs it at compile time."""
+        step = self._issue(type, gpu, src, dst, cnt, send_peer, recv_peer, chan)
+        self._ends.append(step)
+        return step
+
+    def _match_ends(self) -> None:
+        """Pair the ends issued by send/recv/rcs that are not matched yet: on each (sender,
+        receiver, channel), the k-th send with the k-th receive in issue order. A count mismatch
+        or an end without a partner raises LinkError naming both ranks."""
+        sends: dict[tuple[int, int, int], list[Step]] = {}
+        recvs: dict[tuple[int, int, int], list[Step]] = {}
+        for st in self._ends:
+            if st.type.sends and st.send_to is None:
+                sends.setdefault((st.gpu, st.send_peer, st.chan), []).append(st)
+            if st.type.receives and st.recv_from is None:
+                recvs.setdefault((st.recv_peer, st.gpu, st.chan), []).append(st)
+        for key in sorted(set(sends) | set(recvs)):
+            src, dst, chan = key
+            out, got = sends.get(key, []), recvs.get(key, [])
+            for s, r in zip(out, got):
+                if s.cnt != r.cnt:
+                    raise LinkError(f"rank {src} sends {s.cnt} chunk(s) to rank {dst} on channel "
+                                    f"{chan} where rank {dst} receives {r.cnt} (message "
+                                    f"{out.index(s) + 1} of that link)")
+                s.send_to, r.recv_from = r, s
+            if len(out) > len(got):
+                raise LinkError(f"rank {src} sends {len(out)} message(s) to rank {dst} on channel "
+                                f"{chan}, but rank {dst} receives only {len(got)} from rank "
+                                f"{src} there: add the missing recv on rank {dst}")
+            if len(got) > len(out):
+                raise LinkError(f"rank {dst} receives {len(got)} message(s) from rank {src} on "
+                                f"channel {chan}, but rank {src} sends only {len(out)} to rank "
+                                f"{dst} there: add the missing send on rank {src}")
+        self._ends = []
 
     # ---- step issue (phase one of the dependency build) ----------------------------------
     def _issue(self, type: StepType, gpu: int, src=None, dst=None, cnt: int = 1,
@@ -531,6 +662,8 @@ class Program:
     def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True) -> Algo:
         """Run the passes once (thread blocks, order, fusion, profile limits, dependencies)."""
         if not self._compiled:
+            if self._ends:
+                self._match_ends()
             self._compiled = _FAILED                 # until the passes have all run
             self._writer = self._readers = None      # the access tables are done with
             compile_algo(self.algo, target=target, merge_rcs=merge_rcs, sort=sort)
@@ -546,4 +679,4 @@ class Program:
         return to_xml(self.compile(target, **options), target=target)
 
 
-__all__ = ["Chunk", "ChunkError", "IRError", "Program"]
+__all__ = ["Chunk", "ChunkError", "IRError", "Program", "buffer_named"]

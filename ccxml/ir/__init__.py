@@ -5,8 +5,20 @@ re-exports them. The IR imports only the vocabulary: passes transform it, the wr
 """
 from __future__ import annotations
 
-from ccxml.ir.nodes import GPU, TB, Algo, Step, dep_count, new_step, pack_deps, step_deps, step_reads_chunk
+from ccxml.ir.nodes import (
+    GPU,
+    TB,
+    Algo,
+    Step,
+    dep_count,
+    link_steps,
+    new_step,
+    pack_deps,
+    step_deps,
+    step_reads_chunk,
+    wire_operands,
+)
 from ccxml.vocab.errors import IRError
 
-__all__ = ["GPU", "TB", "Algo", "IRError", "Step", "dep_count", "new_step", "pack_deps",
-           "step_deps", "step_reads_chunk"]
+__all__ = ["GPU", "TB", "Algo", "IRError", "Step", "dep_count", "link_steps", "new_step",
+           "pack_deps", "step_deps", "step_reads_chunk", "wire_operands"]

@@ -47,7 +47,7 @@ cdef class TB:
 cdef class GPU:
     cdef public Py_ssize_t id
     cdef public list tbs
-    cdef public dict channel_usage
+    cdef public dict _usage
     cdef public list pending
     cdef public object input_chunks
     cdef public object output_chunks

@@ -15,7 +15,19 @@ from __future__ import annotations
 from typing import Iterator
 
 from ccxml.vocab.errors import IRError
-from ccxml.vocab.wire import NOP, REDUCE, Buffer, Coll, Proto, StepType
+from ccxml.vocab.wire import (
+    INPUT,
+    NOP,
+    OUTPUT,
+    RECV,
+    RECV_REDUCE_SEND,
+    REDUCE,
+    SEND,
+    Buffer,
+    Coll,
+    Proto,
+    StepType,
+)
 
 
 class Step:
@@ -40,6 +52,27 @@ class Step:
     def peer_step(self) -> "Step | None":
         """The matching step on the peer GPU (send side first)."""
         return self.send_to or self.recv_from
+
+    @peer_step.setter
+    def peer_step(self, other: "Step") -> None:
+        link_steps(self, other)
+
+    @property
+    def srcbuf(self) -> str:
+        """The ``srcbuf`` the file names for this step (see :func:`wire_operands`)."""
+        return wire_operands(self)[0][0]._value_
+
+    @property
+    def srcoff(self) -> int:
+        return wire_operands(self)[0][1]
+
+    @property
+    def dstbuf(self) -> str:
+        return wire_operands(self)[1][0]._value_
+
+    @property
+    def dstoff(self) -> int:
+        return wire_operands(self)[1][1]
 
     @property
     def s(self) -> int:
@@ -145,6 +178,47 @@ def _fill(st: Step, type: StepType, gpu: int, src, dst, cnt: int, send_peer: int
     st._s = -1
 
 
+#: the operands a ``nop`` names in real files
+_NOP_OPERANDS = ((INPUT, -1), (OUTPUT, -1))
+
+
+def wire_operands(step: Step) -> tuple[tuple[Buffer, int], tuple[Buffer, int]]:
+    """The (buffer, offset) pair the file names as ``src`` and as ``dst`` for ``step``: its local
+    operands, where a send names the receiver's destination and a receive the sender's source
+    (runtime §1.6: those fields are informational), and a side the type does not use repeats the
+    other. The writer's rule; it lives here so that the IR can answer ``srcbuf``/``dstoff``."""
+    t = step.type
+    if t is NOP:
+        return _NOP_OPERANDS
+    src, dst = step.src, step.dst
+    if t is SEND or (t is RECV_REDUCE_SEND and dst is None):
+        peer = step.send_to
+        dst = (None if peer is None else peer.dst) or src
+    elif t is RECV:
+        peer = step.recv_from
+        src = (None if peer is None else peer.src or peer.dst) or dst
+    return src or dst, dst or src
+
+
+def link_steps(a: Step, b: Step) -> None:
+    """Match ``a`` and ``b`` as the two ends of one message (either order): the one that sends
+    to the other's GPU is the sender. A step matched before is unmatched from its old partner.
+    Raises IRError naming both steps when they cannot be the two ends of one link."""
+    if a.type.sends and b.type.receives and a.send_peer == b.gpu and b.recv_peer == a.gpu:
+        send, recv = a, b
+    elif b.type.sends and a.type.receives and b.send_peer == a.gpu and a.recv_peer == b.gpu:
+        send, recv = b, a
+    else:
+        raise IRError(f"{a.describe()} (send peer {a.send_peer}, recv peer {a.recv_peer}) and "
+                      f"{b.describe()} (send peer {b.send_peer}, recv peer {b.recv_peer}) are not "
+                      f"the two ends of one message between gpu {a.gpu} and gpu {b.gpu}")
+    if send.send_to is not None and send.send_to is not recv:
+        send.send_to.recv_from = None
+    if recv.recv_from is not None and recv.recv_from is not send:
+        recv.recv_from.send_to = None
+    send.send_to, recv.recv_from = recv, send
+
+
 def step_deps(step: Step) -> tuple[Step, ...]:
     """``step.dep_list`` (a function, so that compiled passes call it directly): a one-step
     tuple is made afresh, which costs less than fetching a stored one from memory."""
@@ -206,6 +280,16 @@ class TB:
     def key(self) -> tuple[int, int, int]:
         return self.send, self.recv, self.chan
 
+    @property
+    def send_index(self) -> int:
+        """The design's name for ``send_count``: the index the TB's next send gets."""
+        return self.send_count
+
+    @property
+    def recv_index(self) -> int:
+        """The design's name for ``recv_count``: the index the TB's next receive gets."""
+        return self.recv_count
+
     def add_step(self, step: Step) -> None:
         """Append ``step``; number its send and receive within this TB's link sequences."""
         if step.type.sends:
@@ -262,14 +346,14 @@ class TB:
 class GPU:
     """One ``<gpu>``: its thread blocks and which (channel, peer) connections they use."""
 
-    __slots__ = ("id", "tbs", "channel_usage", "pending", "input_chunks", "output_chunks",
+    __slots__ = ("id", "tbs", "_usage", "pending", "input_chunks", "output_chunks",
                  "scratch_chunks", "_index")
 
     def __init__(self, id: int, input_chunks: int = 0, output_chunks: int = 0):
         self.id = id
         self.tbs: list[TB] = []
         # channel -> (send peers, recv peers) of its TBs, for the one-TB-per-connection rule
-        self.channel_usage: dict[int, tuple[set[int], set[int]]] = {}
+        self._usage: dict[int, tuple[set[int], set[int]]] = {}
         self.pending: list[Step] = []     # steps the Chunk API issued, before TB assignment
         self.input_chunks = input_chunks
         self.output_chunks = output_chunks
@@ -279,9 +363,9 @@ class GPU:
     def add_tb(self, tb: TB) -> TB:
         """Add ``tb``; reject a second TB on the same (channel, send peer) or (channel, recv peer)."""
         send, recv, chan = tb.send, tb.recv, tb.chan
-        usage = self.channel_usage.get(chan)
+        usage = self._usage.get(chan)
         if usage is None:
-            usage = self.channel_usage[chan] = (set(), set())
+            usage = self._usage[chan] = (set(), set())
         sends, recvs = usage
         # the sets hold peers >= 0 only, so a TB without a send (recv) peer never matches
         if send in sends or recv in recvs or send == self.id or recv == self.id:
@@ -297,7 +381,7 @@ class GPU:
 
     def _reject(self, tb: TB) -> None:
         """Raise the IRError that keeps ``tb`` out (add_tb found one)."""
-        sends, recvs = self.channel_usage[tb.chan]
+        sends, recvs = self._usage[tb.chan]
         if tb.send in sends:
             raise IRError(f"channel conflict on gpu {self.id}: two TBs send to {tb.send} on channel {tb.chan}")
         if tb.recv in recvs:
@@ -307,11 +391,35 @@ class GPU:
     def remove_tbs(self) -> list[TB]:
         """Take every TB off this GPU (their connections become free); return them."""
         old = self.tbs
-        self.tbs, self.channel_usage, self._index = [], {}, {}
+        self.tbs, self._usage, self._index = [], {}, {}
         return old
 
-    def find_tb(self, send: int, recv: int, chan: int) -> TB | None:
-        return self._index.get((send, recv, chan))
+    @property
+    def channel_usage(self) -> dict[int, dict[str, list[int]]]:
+        """Per channel, the peers its TBs send to and receive from, in TB order: the design's
+        ``{chan: {'send': [...], 'recv': [...]}}`` (a fresh view of ``tbs``)."""
+        out: dict[int, dict[str, list[int]]] = {}
+        for tb in self.tbs:
+            use = out.get(tb.chan)
+            if use is None:
+                use = out[tb.chan] = {"send": [], "recv": []}
+            if tb.send >= 0:
+                use["send"].append(tb.send)
+            if tb.recv >= 0:
+                use["recv"].append(tb.recv)
+        return out
+
+    def find_tb(self, send: int | None = None, recv: int | None = None,
+                chan: int | None = None) -> TB | None:
+        """The TB with these peers and channel; a field left None matches any (the first such
+        TB in ``tbs`` order)."""
+        if send is not None and recv is not None and chan is not None:
+            return self._index.get((send, recv, chan))
+        for tb in self.tbs:
+            if ((send is None or tb.send == send) and (recv is None or tb.recv == recv)
+                    and (chan is None or tb.chan == chan)):
+                return tb
+        return None
 
     def steps(self) -> Iterator[Step]:
         for tb in self.tbs:
@@ -319,9 +427,10 @@ class GPU:
 
 
 class Algo:
-    """One ``<algo>``: the whole schedule."""
+    """One ``<algo>``: the whole schedule. ``coll`` is a :class:`~ccxml.vocab.wire.Coll`, or
+    :data:`~ccxml.vocab.wire.CUSTOM_COLL` for a collective ccxml does not define."""
 
-    def __init__(self, name: str, coll: Coll, ngpus: int, nchunksperloop: int, *,
+    def __init__(self, name: str, coll: Coll | str, ngpus: int, nchunksperloop: int, *,
                  proto: Proto = Proto.SIMPLE, inplace: bool = False, min_bytes: int = 0,
                  max_bytes: int = 0, root: int | None = None, nchannels: int = 1,
                  extra_attrs: dict[str, str] | None = None):

@@ -6,6 +6,8 @@ Public API:
   at one message size on a :class:`~ccxml.topology.model.Topology` → :class:`SimResult`
   (time, algbw, busbw, critical path, per-rank and per-link busy time).
 * :func:`sweep` — the same over several sizes (an nccl-tests style table).
+* :func:`busbw_bound` — the fastest any schedule could be on a topology (its cut bounds,
+  :mod:`ccxml.topology.bounds`), as a time and a busbw.
 * :func:`parse_size`, :func:`size_range`, :func:`busbw_factor`, :data:`DEFAULT_TOPOLOGY`.
 
 The model and its exact semantics are documented in :mod:`ccxml.simulator.engine`.
@@ -13,16 +15,20 @@ The model and its exact semantics are documented in :mod:`ccxml.simulator.engine
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Iterable
 
 from ccxml.loader.model import Schedule
 from ccxml.simulator.engine import (
     BUSBW_FACTORS,
     LinkStats,
+    NetLinkStats,
     PathStep,
     RankStats,
     SimResult,
     SimulationError,
+    StepSpan,
+    Timeline,
     busbw_factor,
     chunk_bytes,
     simulate_schedule,
@@ -61,7 +67,12 @@ def resolve_topology(schedule: Schedule | None = None, topology: Topology | str 
     if schedule is not None:
         recorded = recorded_topology(schedule)
         if recorded is not None:
-            return recorded
+            if recorded.is_network or any(x for lv in (recorded.intra, recorded.inter_level)
+                                          for x in (lv.alpha, lv.beta, lv.gamma)):
+                return recorded
+            # --servers/--groups give a shape and no costs: the shape with the default links
+            if recorded.groups is not None:
+                return Topology.from_groups(recorded.groups, intra=DEFAULT_TOPOLOGY.intra)
     return DEFAULT_TOPOLOGY
 
 
@@ -70,6 +81,23 @@ def recorded_topology(schedule: Schedule) -> Topology | None:
     attrs = dict(getattr(schedule, "extra", {}) or {})
     attrs.update(schedule.attrs)
     return Topology.from_attrs(attrs)
+
+
+@dataclass(frozen=True)
+class BusbwBound:
+    """No schedule of ``coll`` moves ``nbytes`` faster than ``time_s`` on the topology, i.e. with a
+    busbw above ``busbw`` (B/s); ``cut`` says which cut of the network gives the bound."""
+    time_s: float
+    busbw: float
+    cut: str
+
+
+def busbw_bound(topology: Topology, coll: str, nranks: int, nbytes: float, root: int = 0) -> BusbwBound:
+    """The topology's cut bound (:func:`ccxml.topology.bounds.lower_bound`) for ``coll``."""
+    from ccxml.topology.bounds import lower_bound
+    b = lower_bound(topology, coll, nranks, nbytes, root)
+    busbw = busbw_factor(coll, nranks) * nbytes / b.time_s if b.time_s > 0 else float("inf")
+    return BusbwBound(b.time_s, busbw, b.cut)
 
 
 def as_schedule(source: Schedule | str | os.PathLike) -> Schedule:
@@ -86,15 +114,16 @@ def as_schedule(source: Schedule | str | os.PathLike) -> Schedule:
 def simulate(schedule: Schedule | str | os.PathLike, nbytes: float,
              topology: Topology | str | os.PathLike | dict | None = None, *,
              alpha: float | None = None, beta: float | None = None,
-             gamma: float | None = None) -> SimResult:
-    """Simulate ``schedule`` moving ``nbytes`` bytes (nccl-tests' size of the collective).
+             gamma: float | None = None, record: bool = False) -> SimResult:
+    """Simulate ``schedule`` moving ``nbytes`` bytes (nccl-tests' size of the collective);
+    ``record=True`` adds the result's :class:`Timeline`.
 
     Raises :class:`SimulationError` for schedules that cannot run (deadlock, unmatched receive,
     malformed steps) and :class:`~ccxml.topology.model.TopologyError` for a topology that does not fit.
     """
     sched = as_schedule(schedule)
     topo = resolve_topology(sched, topology, alpha, beta, gamma)
-    return simulate_schedule(sched, nbytes, topo)
+    return simulate_schedule(sched, nbytes, topo, record=record)
 
 
 def sweep(schedule: Schedule | str | os.PathLike, sizes: Iterable[float],
@@ -106,6 +135,6 @@ def sweep(schedule: Schedule | str | os.PathLike, sizes: Iterable[float],
 
 
 __all__ = ["simulate", "sweep", "simulate_schedule", "SimResult", "SimulationError", "PathStep", "LinkStats",
-           "RankStats", "busbw_factor", "chunk_bytes", "parse_size", "size_range", "format_size",
-           "resolve_topology", "recorded_topology", "as_schedule", "DEFAULT_TOPOLOGY",
-           "BUSBW_FACTORS"]
+           "NetLinkStats", "StepSpan", "Timeline", "BusbwBound", "busbw_bound", "RankStats", "busbw_factor",
+           "chunk_bytes", "parse_size", "size_range", "format_size", "resolve_topology", "recorded_topology",
+           "as_schedule", "DEFAULT_TOPOLOGY", "BUSBW_FACTORS"]

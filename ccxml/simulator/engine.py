@@ -1,6 +1,24 @@
-"""Event-driven α-β-γ simulation of a loaded MSCCL schedule.
+"""Event-driven simulation of a loaded MSCCL schedule, on dedicated links or on a shared network.
 
-Model (the "Hockney" model HCCL's documents use, applied step by step to the actual schedule):
+Two link models; everything else (steps, matching, dependencies, bytes) is common:
+
+* **Dedicated links** (a :class:`~ccxml.topology.model.Topology` given by α-β-γ levels, ``flat``):
+  the "Hockney" model HCCL's documents use, applied step by step to the actual schedule — the
+  model described point by point below. Its figures reproduce HCCL's cost formulas exactly.
+* **Shared links** (a network topology: a preset, a ``[network]`` file, an NCCL topology XML):
+  a transfer from rank a to rank b crosses the links of its route
+  (:meth:`ccxml.topology.network.Network.route`) and shares each of them with the other transfers
+  in flight there, max-min fairly, rates recomputed whenever a transfer starts or ends
+  (:mod:`ccxml.simulator.flows`). A transfer requested at t first spends its route's per-message
+  overhead in the port that has it (a NIC: the message occupies that port for ``overhead × its
+  bandwidth`` bytes, shared with the other transfers there, so messages through one port queue up
+  for it), then its data start to move after the route's latency and it arrives when its last byte
+  does: alone on its route it takes exactly α + b/B (α = overhead + latency, B = the route's
+  smallest bandwidth). A reduction of b bytes costs b·γ with the network's γ. Transfers never
+  queue for a link otherwise (they share it), so "link" never appears as a reason on the critical
+  path.
+
+Model (dedicated links):
 
 * **Links.** Every directed pair (sender, receiver) is one full-duplex link, independent of every
   other link; all channels between the same two ranks share it. A transfer of b bytes occupies
@@ -34,7 +52,9 @@ Model (the "Hockney" model HCCL's documents use, applied step by step to the act
 
 The result carries the makespan, per-rank and per-link busy time, and the critical path: the chain
 of steps, each released by the one before it (program order, a dependency, the arrival of its data,
-or its link becoming free), that ends at the makespan.
+or its link becoming free), that ends at the makespan. With ``record=True`` it also carries a
+:class:`Timeline` (every step's span, the critical path as step references, each link's utilisation
+over time) for a timeline view.
 """
 from __future__ import annotations
 
@@ -43,6 +63,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from ccxml.loader.model import Schedule
+from ccxml.simulator.flows import FlowNetwork
 from ccxml.topology.model import INTER, INTRA, Topology
 from ccxml.vocab.errors import SimulationError
 from ccxml.vocab.wire import StepType
@@ -113,6 +134,65 @@ class LinkStats:
 
 
 @dataclass(frozen=True, slots=True)
+class NetLinkStats:
+    """One directed link of the network (shared model: a link of the graph; dedicated model: the
+    link of one pair of ranks). ``capacity`` in bytes/s (inf: unconstrained); ``busy_s``: time with
+    at least one transfer on it; utilisation = bytes / (capacity × makespan)."""
+    name: str
+    kind: str
+    capacity: float
+    transfers: int
+    bytes: float
+    busy_s: float
+
+    def utilization(self, makespan: float) -> float:
+        if makespan <= 0 or self.capacity in (0.0, _INF):
+            return 0.0
+        return self.bytes / (self.capacity * makespan)
+
+    def to_dict(self, makespan: float) -> dict:
+        return {"link": self.name, "kind": self.kind,
+                "capacity_GBps": None if self.capacity == _INF else self.capacity / 1e9,
+                "transfers": self.transfers, "bytes": self.bytes, "busy_s": self.busy_s,
+                "utilization": self.utilization(makespan)}
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpan:
+    """When one real step of one TB ran (``step``: its position in the TB)."""
+    gpu: int
+    tb: int
+    step: int
+    type: str
+    start: float
+    end: float
+
+    def to_dict(self) -> dict:
+        return {"gpu": self.gpu, "tb": self.tb, "step": self.step, "type": self.type,
+                "start_s": self.start, "end_s": self.end}
+
+
+@dataclass
+class Timeline:
+    """What a timeline view needs, recorded only when asked (``record=True``).
+
+    ``spans``: every real step (nops are not steps), by (gpu, tb, step); ``critical``: the critical
+    path as (gpu, tb, step) references into ``spans``, first to last; ``links``: for each link that
+    carried data, its utilisation over time as change points ``[(t, u), ...]`` — u (0..1, the sum of
+    its transfers' rates over its capacity; dedicated links: 1 while a transfer occupies it) holds
+    from t until the next point, and the last point is 0 (idle) at the link's last transfer's end.
+    """
+    spans: list[StepSpan]
+    critical: list[tuple[int, int, int]]
+    links: dict[str, list[tuple[float, float]]]
+
+    def to_dict(self) -> dict:
+        return {"spans": [s.to_dict() for s in self.spans],
+                "critical": [list(c) for c in self.critical],
+                "links": {k: [list(p) for p in v] for k, v in self.links.items()}}
+
+
+@dataclass(frozen=True, slots=True)
 class RankStats:
     rank: int
     finish_s: float      # when the rank's last step ends
@@ -140,6 +220,20 @@ class SimResult:
     ranks: list[RankStats]
     links: list[LinkStats]
     warnings: list[str] = field(default_factory=list)
+    #: "dedicated" (α-β-γ levels) or "shared" (a network: links shared max-min fairly)
+    model: str = "dedicated"
+    #: every link that carried data, per direction (see :class:`NetLinkStats`)
+    net_links: list[NetLinkStats] = field(default_factory=list)
+    #: only with ``record=True``
+    timeline: Timeline | None = None
+
+    @property
+    def busiest_link(self) -> NetLinkStats | None:
+        """The link with the highest utilisation (ties: the first by name)."""
+        if not self.net_links:
+            return None
+        return max(self.net_links, key=lambda ln: (ln.utilization(self.time_s), ln.busy_s,
+                                                   [-ord(c) for c in ln.name]))
 
     @property
     def algbw(self) -> float:
@@ -158,6 +252,8 @@ class SimResult:
                 "critical_path": [s.to_dict() for s in self.critical_path],
                 "ranks": [r.to_dict() for r in self.ranks],
                 "link_busy": [ln.to_dict(self.time_s) for ln in self.links],
+                "model": self.model,
+                "net_links": [ln.to_dict(self.time_s) for ln in self.net_links],
                 "warnings": list(self.warnings)}
 
 
@@ -168,6 +264,7 @@ _RECEIVES = {t.value for t in StepType if t.receives}
 _REDUCES = {t.value for t in StepType if t.reduces}
 _KNOWN = {t.value for t in StepType}
 _NOP = StepType.NOP.value
+_INF = float("inf")
 
 # why an op's time was what it was
 _START, _PROGRAM, _DEP, _DATA, _LINK = "start", "program", "dependency", "data", "link"
@@ -196,7 +293,7 @@ class _Op:
 
 class _TB:
     __slots__ = ("gpu", "id", "send", "recv", "chan", "ops", "pc", "phase", "t", "published",
-                 "pub_counters", "last")
+                 "pub_counters", "last", "route")
 
     def __init__(self, gpu, tb):
         self.gpu, self.id, self.send, self.recv, self.chan = gpu, tb.id, tb.send, tb.recv, tb.chan
@@ -207,6 +304,7 @@ class _TB:
         self.published: list[tuple[float, _Op]] = []   # (time, op) of finished hasdep steps
         self.pub_counters: list[int] = []               # their step counters (non-decreasing)
         self.last: _Op | None = None
+        self.route = None                               # shared links: the route to ``send``
 
 
 def _compile_tb(gpu: int, tb) -> _TB:
@@ -239,8 +337,10 @@ def _compile_tb(gpu: int, tb) -> _TB:
 
 
 class _Engine:
-    def __init__(self, schedule: Schedule, nbytes: float, topology: Topology):
+    def __init__(self, schedule: Schedule, nbytes: float, topology: Topology, *, record: bool = False,
+                 exact_twin: bool = False):
         self.schedule = schedule
+        self.record = record
         p = schedule.ngpus or len(schedule.gpus)
         self.p = p
         topology.check_ranks(p)
@@ -281,6 +381,10 @@ class _Engine:
         self.dep_waiters: dict[tuple[int, int], list[_TB]] = {}
         self.xfers: list[tuple[int, int, float, float, float]] = []    # src, dst, start, end, bytes
         self.reductions: list[tuple[int, float, float]] = []          # gpu, start, end
+        self.network = topology.graph() if topology.is_network else None
+        self.flows = None
+        if self.network is not None:
+            self.flows = FlowNetwork(self.network.link_cap, exact_twin=exact_twin, record=record)
 
     def level(self, a: int, b: int) -> str:
         key = (a, b)
@@ -294,10 +398,13 @@ class _Engine:
         for key in sorted(self.tbs):
             self.ready.append(self.tbs[key])
         self._drain()
-        while self.heap:
-            t_req, gpu, tid, pc = heapq.heappop(self.heap)
-            self._grant(self.tbs[(gpu, tid)], t_req)
-            self._drain()
+        if self.flows is None:
+            while self.heap:
+                t_req, gpu, tid, pc = heapq.heappop(self.heap)
+                self._grant(self.tbs[(gpu, tid)], t_req)
+                self._drain()
+        else:
+            self._run_shared()
         stuck = [tb for _, tb in sorted(self.tbs.items()) if tb.pc < len(tb.ops)]
         if stuck:
             raise SimulationError("deadlock: " + "; ".join(self._why_stuck(tb) for tb in stuck[:3])
@@ -349,15 +456,18 @@ class _Engine:
                 t = op.t_ready
                 if op.receives:
                     got = self.arrivals.get(op.recv_key)
-                    if got is None or len(got) <= op.recv_slot:
+                    if got is None or len(got) <= op.recv_slot or got[op.recv_slot] is None:
                         self.fifo_waiters[op.recv_key + (op.recv_slot,)] = tb
                         return
                     arrival, sender = got[op.recv_slot]
                     if arrival >= t:
                         t, op.pred, op.why = arrival, sender, _DATA
                 if op.reduces:
-                    lvl = op.recv_level if op.receives else INTRA
-                    dt = op.cnt * self.cb * self.topology.params(lvl).gamma
+                    if self.network is not None:
+                        gamma = self.network.gamma
+                    else:
+                        gamma = self.topology.params(op.recv_level if op.receives else INTRA).gamma
+                    dt = op.cnt * self.cb * gamma
                     if dt > 0:
                         self.reductions.append((tb.gpu, t, t + dt))
                     op.reduce_s = dt
@@ -392,6 +502,71 @@ class _Engine:
         if waiter is not None:
             self.ready.append(waiter)
         self._finish(tb, op, end)
+        self.ready.append(tb)
+
+    # -- shared links ------------------------------------------------------------------------
+    def _run_shared(self) -> None:
+        """Requests (the heap) and the network's starts and ends, in time order; at equal times
+        the network first, so that a transfer ending at t frees its share before one starts."""
+        heap, flows, tbs = self.heap, self.flows, self.tbs
+        while True:
+            t_req = heap[0][0] if heap else _INF
+            t_net = flows.next_time()
+            if t_net == _INF and t_req == _INF:
+                return
+            if t_net <= t_req:
+                for token in flows.advance(t_net):
+                    self._arrive(token, t_net)
+                self._drain()
+            else:
+                # requests before the network's next event; a request's transfer starts no
+                # earlier than it, so the next event is at the latest that start
+                while heap and heap[0][0] < t_net:
+                    t_req, gpu, tid, _ = heapq.heappop(heap)
+                    start = self._request(tbs[(gpu, tid)], t_req)
+                    if start < t_net:
+                        t_net = start
+
+    def _request(self, tb: _TB, t: float) -> float:
+        """Put ``tb``'s current (sending) step's transfer on the network at ``t``; returns when
+        its data start to move."""
+        op = tb.ops[tb.pc]
+        route = tb.route
+        if route is None:
+            route = tb.route = self.network.route(tb.gpu, tb.send)
+        nb = op.cnt * self.cb
+        op.xfer_start = t
+        key = (tb.gpu, tb.send, tb.chan)
+        lst = self.arrivals.setdefault(key, [])
+        slot = len(lst)
+        lst.append(None)                        # the k-th send feeds the k-th receive
+        token = (tb, op, key, slot)
+        if route.setup:                         # the port's per-message work comes first
+            cap = self.network.link_cap
+            self.flows.add(t, route.setup, route.overhead * min(cap[x] for x in route.setup),
+                           (token, route))
+            return t
+        start = t + route.latency + route.overhead
+        self.flows.add(start, route.resources, nb, token, route.bottleneck)
+        return start
+
+    def _data(self, token, route, t: float) -> float:
+        """The port has handled the message at ``t``: its data start after the latency."""
+        start = t + route.latency
+        self.flows.add(start, route.resources, token[1].cnt * self.cb, token, route.bottleneck)
+        return start
+
+    def _arrive(self, token, t: float) -> None:
+        if len(token) == 2:                     # a message's setup in its port is done
+            self._data(token[0], token[1], t)
+            return
+        tb, op, key, slot = token
+        self.arrivals[key][slot] = (t, op)
+        self.xfers.append((tb.gpu, tb.send, op.xfer_start, t, op.cnt * self.cb))
+        waiter = self.fifo_waiters.pop(key + (slot,), None)
+        if waiter is not None:
+            self.ready.append(waiter)
+        self._finish(tb, op, t)
         self.ready.append(tb)
 
     def _finish(self, tb: _TB, op: _Op, t: float) -> None:
@@ -430,8 +605,10 @@ class _Engine:
                 op = op.pred
             path.reverse()
         p = self.p
+        shared = self.network is not None
         links: dict[tuple[int, int], list] = {}
         per_rank_iv: dict[int, list[tuple[float, float]]] = {r: [] for r in range(p)}
+        pair_iv: dict[tuple[int, int], list[tuple[float, float]]] = {}
         send_s = [0.0] * p
         recv_s = [0.0] * p
         red_s = [0.0] * p
@@ -444,6 +621,11 @@ class _Engine:
             recv_s[dst] += e - s
             per_rank_iv[src].append((s, e))
             per_rank_iv[dst].append((s, e))
+            if shared or self.record:
+                pair_iv.setdefault((src, dst), []).append((s, e))
+        if shared:      # a pair's transfers may overlap (they share): busy = their union
+            for key, iv in pair_iv.items():
+                links[key][2] = _union(iv)
         for g, s, e in self.reductions:
             red_s[g] += e - s
             per_rank_iv[g].append((s, e))
@@ -455,12 +637,54 @@ class _Engine:
                  for r in range(p)]
         link_stats = [LinkStats(a, b, self.level(a, b), v[0], v[1], v[2])
                       for (a, b), v in sorted(links.items())]
+        net_links = self._net_links(link_stats, makespan)
         warnings = []
-        leftover = sum(len(v) for v in self.arrivals.values()) - sum(self.recv_taken.values())
+        leftover = (sum(1 for v in self.arrivals.values() for x in v if x is not None)
+                    - sum(self.recv_taken.values()))
         if leftover > 0:
             warnings.append(f"{leftover} transfer(s) are never received")
+        timeline = None
+        if self.record:
+            timeline = Timeline([StepSpan(o.gpu, o.tb, o.index, o.type, o.start, o.end) for o in ops],
+                                [(s.gpu, s.tb, s.step) for s in path], self._link_changes(pair_iv))
         return SimResult(self.coll, p, self.nbytes, self.cb, makespan, len(ops), len(self.xfers),
-                         path, ranks, link_stats, warnings)
+                         path, ranks, link_stats, warnings, "shared" if shared else "dedicated",
+                         net_links, timeline)
+
+    def _net_links(self, pairs: list[LinkStats], makespan: float) -> list[NetLinkStats]:
+        if self.network is None:        # the pair links are the links
+            out = []
+            for ln in pairs:
+                beta = self.topology.params(ln.level).beta
+                out.append(NetLinkStats(f"r{ln.src}->r{ln.dst}", ln.level, 1 / beta if beta else _INF,
+                                        ln.transfers, ln.bytes, ln.busy_s))
+            return out
+        net, fl = self.network, self.flows
+        fl.close(makespan)
+        count: dict[int, int] = {}
+        nbytes: dict[int, float] = {}
+        for ln in pairs:                # every transfer of a pair takes the pair's route
+            for x in net.route(ln.src, ln.dst).resources:
+                count[x] = count.get(x, 0) + ln.transfers
+                nbytes[x] = nbytes.get(x, 0.0) + ln.bytes
+        return [NetLinkStats(net.link_name(x), net.link_kind[x], net.link_cap[x], count[x], nbytes[x],
+                             fl.busy[x]) for x in sorted(count)]
+
+    def _link_changes(self, pair_iv) -> dict[str, list[tuple[float, float]]]:
+        if self.network is not None:
+            net = self.network
+            return {net.link_name(x): pts for x, pts in sorted(self.flows.changes.items())}
+        out = {}
+        for (a, b), iv in sorted(pair_iv.items()):      # one transfer at a time: busy or idle
+            pts: list[tuple[float, float]] = []
+            for s, e in sorted(iv):
+                if pts and pts[-1] == (s, 0.0):
+                    pts.pop()
+                else:
+                    pts.append((s, 1.0))
+                pts.append((e, 0.0))
+            out[f"r{a}->r{b}"] = pts
+        return out
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:
@@ -477,12 +701,18 @@ def _union(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def simulate_schedule(schedule: Schedule, nbytes: float, topology: Topology) -> SimResult:
-    """Simulate ``schedule`` moving ``nbytes`` (nccl-tests convention) on ``topology``."""
-    eng = _Engine(schedule, nbytes, topology)
+def simulate_schedule(schedule: Schedule, nbytes: float, topology: Topology, *, record: bool = False,
+                      exact_twin: bool = False) -> SimResult:
+    """Simulate ``schedule`` moving ``nbytes`` (nccl-tests convention) on ``topology``.
+
+    ``record=True`` adds the :class:`Timeline`; ``exact_twin=True`` shares a network's links with
+    the simple reference allocation (:func:`ccxml.simulator.flows.maxmin_rates`, every flow at
+    every event) instead of the incremental one — for tests; the results agree."""
+    eng = _Engine(schedule, nbytes, topology, record=record, exact_twin=exact_twin)
     eng.run()
     return eng.result()
 
 
-__all__ = ["SimResult", "SimulationError", "PathStep", "LinkStats", "RankStats", "busbw_factor",
+__all__ = ["SimResult", "SimulationError", "PathStep", "LinkStats", "NetLinkStats", "RankStats",
+           "StepSpan", "Timeline", "busbw_factor",
            "chunk_bytes", "simulate_schedule", "BUSBW_FACTORS", "INTER", "INTRA"]

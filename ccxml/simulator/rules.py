@@ -1,10 +1,12 @@
 """HCCL's rule of thumb for picking an algorithm (hccl-algorithms.md §1, §11; the seed design §3.11).
 
 HCCL chooses per level. Inside a server (every pair of ranks directly connected): **Star** for small
-rooted messages (broadcast/gather), **Mesh** otherwise. Between servers: **PairWise** for
-all-to-all, **AHC** when the groups have unequal sizes, **Pipeline** for large data on several
-multi-rank servers, **Ring** for few servers, **RHD** for a power-of-two server count, **NHR** (or
-**NB**) otherwise.
+rooted messages (broadcast, gather, reduce, scatter: HCCL has Star templates for the first two
+only, §6, but names all four as Star's), **Mesh** otherwise. Between servers: **PairWise**
+for all-to-all (for large data **Pipeline** where the model shows it is faster: see
+:attr:`Advice.unless_faster`), **AHC** when the groups have unequal sizes, **Pipeline** for large
+data on several multi-rank servers, **Ring** for few servers, **RHD** for a power-of-two server
+count or small data, **NHR** (or **NB**) otherwise.
 
 The thresholds are ccxml's, not HCCL's (HCCL's executors use hardware-specific ones):
 :data:`SMALL_BYTES`, :data:`LARGE_BYTES`, :data:`FEW_SERVERS`.
@@ -21,6 +23,9 @@ SMALL_BYTES = 256 * 1024
 LARGE_BYTES = 32 * 1024 * 1024
 #: this many servers or fewer count as "few" (Ring territory)
 FEW_SERVERS = 4
+
+#: the collectives with a root
+ROOTED = ("broadcast", "gather", "reduce", "scatter")
 
 #: which collectives each algorithm family offers (hccl-algorithms.md §1)
 SUPPORTS = {
@@ -39,10 +44,14 @@ SUPPORTS = {
 
 @dataclass(frozen=True)
 class Advice:
-    """What the rule recommends, in order of preference, and why (one line)."""
+    """What the rule recommends, in order of preference, and why (one line).
+
+    ``unless_faster``: an algorithm that replaces the first choice when a cost model shows it is
+    faster (large all-to-all: Pipeline instead of PairWise)."""
     level: str                 # "server-inner" or "server-outer"
     algorithms: tuple[str, ...]
     reason: str
+    unless_faster: str | None = None
 
 
 def _is_pow2(x: int) -> bool:
@@ -61,15 +70,16 @@ def hccl_rule(coll: str, nranks: int, nbytes: float, topology: Topology | None =
         return tuple(a for a in names if coll in SUPPORTS.get(a, ()))
 
     if servers == 1:
-        if nbytes <= SMALL_BYTES and keep("star"):
-            return Advice("server-inner", keep("star", "mesh"),
-                          f"one server, small message (<= {SMALL_BYTES // 1024} KiB): Star")
+        if nbytes <= SMALL_BYTES and coll in ROOTED:
+            return Advice("server-inner", ("star",) + keep("mesh"),
+                          f"one server, small message (<= {SMALL_BYTES // 1024} KiB), rooted: Star")
         return Advice("server-inner", keep("mesh") or keep("ring"),
                       "one server: Mesh" + (" (large message)" if nbytes > SMALL_BYTES else ""))
     if coll in ("alltoall", "alltoallv"):
-        if nbytes >= LARGE_BYTES and len(set(groups)) == 1 and groups[0] > 1:
-            return Advice("server-outer", keep("pipeline", "pairwise"),
-                          f"all-to-all, large data on {servers} servers: Pipeline, else PairWise")
+        if nbytes >= LARGE_BYTES and len(set(groups)) == 1 and groups[0] > 1 and keep("pipeline"):
+            return Advice("server-outer", keep("pairwise", "pipeline"),
+                          f"all-to-all, large data on {servers} servers: PairWise, or Pipeline if "
+                          f"faster", unless_faster="pipeline")
         return Advice("server-outer", keep("pairwise"), "all-to-all between servers: PairWise")
     if len(set(groups)) > 1 and keep("ahc"):
         return Advice("server-outer", keep("ahc", "nhr", "nb"),
@@ -83,5 +93,9 @@ def hccl_rule(coll: str, nranks: int, nbytes: float, topology: Topology | None =
     if _is_pow2(servers) and keep("rhd"):
         return Advice("server-outer", keep("rhd", "nhr", "nb"),
                       f"{servers} servers, a power of two: RHD")
+    if nbytes <= SMALL_BYTES and keep("rhd"):
+        return Advice("server-outer", keep("rhd", "nhr", "nb"),
+                      f"{servers} servers, not a power of two, small data (<= {SMALL_BYTES // 1024} "
+                      f"KiB): RHD")
     return Advice("server-outer", keep("nhr", "nb", "ring"),
                   f"{servers} servers, not a power of two: NHR or NB")

@@ -13,10 +13,14 @@ from ccxml.topology.model import (
                                   LinkLevel,
                                   Topology,
                                   encode_groups,
+                                  load_preset,
                                   load_topology,
                                   parse_groups,
+                                  preset_names,
 )
+from ccxml.topology.network import Network, NetworkSpec, Route
 from ccxml.vocab.errors import TopologyError
 
 __all__ = ["ATTR_GROUPS", "ATTR_LINKS", "INTER", "INTRA", "LEVELS", "LinkLevel", "Topology",
-           "TopologyError", "encode_groups", "load_topology", "parse_groups"]
+           "TopologyError", "encode_groups", "load_topology", "parse_groups", "load_preset", "preset_names",
+           "Network", "NetworkSpec", "Route"]

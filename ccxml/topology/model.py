@@ -27,17 +27,31 @@ runtimes skip unknown attributes, msccl-runtime.md §2.13). File format (JSON ke
 
 Top-level ``alpha``/``beta``/``gamma`` are shorthand for an ``intra`` level. An optional ``ranks``
 must equal the sum of the group sizes. Every error is a :class:`TopologyError` with one line.
+
+**Dedicated links.** A topology given by levels, as above, is the *dedicated-link* model: every pair
+of ranks has its own full-duplex link (``intra`` inside a group, ``inter`` between groups) and no
+port, NIC or switch is shared. The ``inter`` level is the cost of each such pair link, not of a NIC:
+:meth:`Topology.notes` says so for a multi-group topology.
+
+**Networks.** A ``[network]`` table (:class:`~ccxml.topology.network.NetworkSpec`) describes the
+cluster as a graph instead — devices, links with bandwidths and latencies, NICs and a fabric — and
+the simulator then shares every link among the transfers crossing it. ``preset = "dgx-h100"`` (and
+``nodes = 4``) names one of the packaged presets (:func:`load_preset`). A network topology's groups
+are its nodes; it takes no levels.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import pathlib
 import tomllib
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from ccxml.topology.network import Network, NetworkSpec
 from ccxml.vocab.errors import TopologyError
 
 INTRA = "intra"
@@ -86,6 +100,7 @@ class Topology(BaseModel):
     groups: tuple[int, ...] | None = None
     intra: LinkLevel = LinkLevel()
     inter: LinkLevel | None = None
+    network: NetworkSpec | None = None
 
     # ---- validation of the raw input ----------------------------------------------------
     @model_validator(mode="before")
@@ -94,6 +109,39 @@ class Topology(BaseModel):
         if not isinstance(data, dict):
             return data
         d = dict(data)
+        preset = d.pop("preset", None)
+        nodes = d.pop("nodes", None)
+        if preset is not None:
+            given = [k for k in ("network", "intra", "inter", "alpha", "beta", "gamma", "servers",
+                                 "ranks_per_server", "groups") if k in d]
+            if given:
+                raise ValueError(f"a preset gives the whole topology; remove {', '.join(given)}")
+            d.update(preset_data(preset, 1 if nodes is None else nodes))
+        elif nodes is not None:
+            if d.get("network") is None:
+                raise ValueError("nodes needs a preset or a [network] table")
+            net = d["network"]
+            d["network"] = (net.with_nodes(nodes) if isinstance(net, NetworkSpec)
+                            else {**net, "nodes": nodes})
+        if d.get("network") is not None:
+            net = d["network"]
+            if not isinstance(net, NetworkSpec):
+                try:
+                    net = d["network"] = NetworkSpec.model_validate(net)
+                except ValidationError as e:
+                    raise ValueError(f"network.{_one_line(e)}") from None
+            given = [k for k in ("intra", "inter", "alpha", "beta", "gamma", "servers",
+                                 "ranks_per_server") if k in d]
+            if given:
+                raise ValueError(f"a [network] topology takes its costs and shape from its devices and "
+                                 f"links; remove {', '.join(given)}")
+            shape = (net.gpus,) * net.nodes
+            if d.get("groups") is not None:
+                g = parse_groups(d["groups"]) if isinstance(d["groups"], str) else tuple(d["groups"])
+                if g != shape:
+                    raise ValueError(f"groups {_fmt_sizes(g)} do not match the network's "
+                                     f"{net.nodes} node(s) of {net.gpus} GPUs")
+            d["groups"] = shape
         servers = d.pop("servers", None)
         rps = d.pop("ranks_per_server", None)
         ranks = d.pop("ranks", None)
@@ -193,6 +241,25 @@ class Topology(BaseModel):
         return self.groups[0]
 
     @property
+    def is_network(self) -> bool:
+        """True for a graph topology (shared links), False for dedicated links."""
+        return self.network is not None
+
+    def graph(self) -> Network:
+        """The built :class:`~ccxml.topology.network.Network` of a network topology (memoised)."""
+        if self.network is None:
+            raise TopologyError("a dedicated-link topology has no network graph")
+        return build_network(self.network)
+
+    def notes(self) -> list[str]:
+        """What a user should know about how this topology is simulated (one line each)."""
+        if self.network is None and self.groups is not None and len(self.groups) > 1:
+            return ["dedicated-link model: every pair of ranks has its own full-duplex link, the "
+                    "'inter' level is each cross-server pair's link (not a NIC), and no port, NIC or "
+                    "switch is shared; use --preset or a [network] topology for shared links"]
+        return []
+
+    @property
     def inter_level(self) -> LinkLevel:
         return self.inter if self.inter is not None else self.intra
 
@@ -245,6 +312,10 @@ class Topology(BaseModel):
 
     def describe(self) -> str:
         """One line for people, e.g. ``2x8 (intra a=1e-06 b=5e-12 g=0, inter ...)``."""
+        if self.network is not None:
+            n = self.network
+            return (f"{n.name}: {n.nodes} node{'s' if n.nodes > 1 else ''} x {n.gpus} GPUs"
+                    + (f", {n.fabric.kind} fabric" if n.nodes > 1 else "") + " (shared links)")
         shape = "flat" if self.groups is None else encode_groups(self.groups)
         lv = [f"intra a={self.intra.alpha:g} b={self.intra.beta:g} g={self.intra.gamma:g}"]
         if self.inter is not None:
@@ -257,6 +328,9 @@ class Topology(BaseModel):
         d: dict[str, Any] = {}
         if self.groups is not None:
             d["groups"] = list(self.groups)
+        if self.network is not None:
+            d["network"] = self.network.to_dict()
+            return d
         d["intra"] = self.intra.model_dump()
         if self.inter is not None:
             d["inter"] = self.inter.model_dump()
@@ -267,8 +341,12 @@ class Topology(BaseModel):
         """Extra ``<algo>`` attributes recording this topology (two, to respect the 16-slot limit).
 
         ``topology="2x8"`` (or ``"2,3"``, ``"3x8,4"``, ``"flat"``) and
-        ``topology_links="intra:α,β,γ;inter:α,β,γ"`` (floats in shortest round-trip form).
+        ``topology_links="intra:α,β,γ;inter:α,β,γ"`` (floats in shortest round-trip form); a network
+        topology records ``topology_links="network:NAME"``, which :meth:`from_attrs` rebuilds when
+        NAME is a preset.
         """
+        if self.network is not None:
+            return {ATTR_GROUPS: encode_groups(self.groups), ATTR_LINKS: f"network:{self.network.name}"}
         links = f"{INTRA}:{self.intra.encode()}"
         if self.inter is not None:
             links += f";{INTER}:{self.inter.encode()}"
@@ -285,6 +363,15 @@ class Topology(BaseModel):
         data: dict[str, Any] = {}
         if shape is not None and shape.strip() != "flat":
             data["groups"] = parse_groups(shape)
+        if links is not None and links.strip().startswith("network:"):
+            name = links.strip()[len("network:"):]
+            sizes = data.get("groups")
+            if name in preset_names() and sizes and len(set(sizes)) == 1:
+                rebuilt = preset_data(name, len(sizes))
+                spec = rebuilt.get("network")
+                if spec is not None and spec.gpus == sizes[0]:
+                    return cls.from_dict(rebuilt)
+            return cls.from_dict(data)          # a network we cannot rebuild: the shape only
         for part in (links or "").split(";"):
             if not part.strip():
                 continue
@@ -340,9 +427,72 @@ def encode_groups(sizes: Iterable[int]) -> str:
     return ",".join(f"{k}x{m}" if k > 1 else f"{m}" for k, m in runs)
 
 
-def load_topology(path: str | os.PathLike) -> Topology:
-    """Read a topology from a ``.json`` or ``.toml`` file (other suffixes: JSON, then TOML)."""
+# ---- presets --------------------------------------------------------------------------------------
+
+PRESET_DIR = pathlib.Path(__file__).resolve().parent / "presets"
+
+
+def preset_names() -> list[str]:
+    """The packaged presets (``ccxml/topology/presets/NAME.toml``)."""
+    try:
+        return sorted(f.stem for f in PRESET_DIR.glob("*.toml"))
+    except OSError:
+        return []
+
+
+@functools.lru_cache(maxsize=None)
+def _preset(name: str) -> NetworkSpec | tuple:
+    """A preset's network, or its dedicated-link keys as sorted (key, value) pairs."""
+    if name not in preset_names():
+        raise TopologyError(f"unknown preset {name!r}; known: {', '.join(preset_names())}")
+    with open(PRESET_DIR / f"{name}.toml", "rb") as f:
+        data = tomllib.load(f)
+    if "network" in data:
+        try:
+            return NetworkSpec.model_validate(data["network"])
+        except ValidationError as e:
+            raise TopologyError(f"preset {name}: network.{_one_line(e)}") from None
+    return tuple(sorted(data.items()))
+
+
+def preset_data(name: str, nodes: int = 1) -> dict:
+    """The topology of preset ``name`` with ``nodes`` nodes, in the form :meth:`Topology.from_dict`
+    takes."""
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise TopologyError(f"--nodes must be an integer >= 1, got {nodes!r}")
+    p = _preset(name)
+    if isinstance(p, NetworkSpec):
+        return {"network": p.with_nodes(nodes)}
+    d = dict(p)
+    rps = d.pop("ranks_per_server", None)
+    if nodes > 1:
+        if rps is None:
+            raise TopologyError(f"preset {name} does not say how many ranks a node has")
+        d["servers"], d["ranks_per_server"] = nodes, rps
+    return d
+
+
+def load_preset(name: str, nodes: int = 1) -> Topology:
+    """Preset ``name`` (``dgx-h100``, ``flat``, ...) joined ``nodes`` times."""
+    return Topology.from_dict(preset_data(name, nodes))
+
+
+@functools.lru_cache(maxsize=16)
+def build_network(spec: NetworkSpec) -> Network:
+    """The graph of ``spec`` (built once per spec: a Network memoises its routes)."""
+    return Network(spec)
+
+
+def load_topology(path: str | os.PathLike, *, gpu: str | None = None, nodes: int | None = None) -> Topology:
+    """Read a topology from a ``.json`` or ``.toml`` file (other suffixes: JSON, then TOML), or
+    an NCCL topology ``.xml`` file (:mod:`ccxml.topology.ncclxml`; ``gpu`` and ``nodes`` apply
+    to it). ``nodes`` also sets the node count of a ``[network]`` file."""
     path = os.fspath(path)
+    if os.path.splitext(path)[1].lower() == ".xml":
+        from ccxml.topology.ncclxml import load_nccl_topology
+        return load_nccl_topology(path, gpu=gpu, nodes=nodes or 1).topology
+    if gpu is not None:
+        raise TopologyError(f"--gpu applies to an NCCL topology .xml file, not {path}")
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -362,6 +512,11 @@ def load_topology(path: str | os.PathLike) -> Topology:
     if data is None:
         raise TopologyError(f"topology {path} is not valid {' or '.join(kinds).upper()} ({'; '.join(errors)})")
     try:
+        if nodes is not None:
+            if not isinstance(data, dict) or ("network" not in data and "preset" not in data):
+                raise TopologyError("--nodes applies to a preset or a [network] topology; this file "
+                                    "gives its groups itself")
+            data = {**data, "nodes": nodes}
         return Topology.from_dict(data)
     except TopologyError as e:
         raise TopologyError(f"topology {path}: {e}") from None

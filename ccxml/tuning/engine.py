@@ -5,9 +5,10 @@ For every requested collective and call form (out-of-place, in-place) :func:`tun
 1. builds every available algorithm that supports the collective (or the ones named), for the
    rank count and topology, with ``Simple`` (the simulator does not model LL/LL128, so it could
    not tell the protocols apart);
-2. simulates each at sizes ``min, min·f, min·f², … max`` and, between two sampled sizes whose
-   winners differ, bisects on the byte count to find where the ranking changes
-   (:func:`plan_windows`); adjacent sizes with the same winner form one window;
+2. simulates each at sizes ``min, min·f, min·f², … max`` — at each size as built for a window
+   ending there, so with the messages the written file will send (:class:`_Ranker`) — and,
+   between two sampled sizes whose winners differ, bisects on the byte count to find where the
+   ranking changes (:func:`plan_windows`); adjacent sizes with the same winner form one window;
 3. writes each window's file with ``minBytes``/``maxBytes`` set to the window (inclusive ends, as
    the runtime compares them, msccl-runtime.md §7) and proves it with
    :func:`ccxml.interpreter.verify` for the target. A candidate whose file fails is dropped for
@@ -47,8 +48,9 @@ FORMS = {"outofplace": False, "inplace": True}
 _MAX_SPLITS = 32
 
 MANIFEST_FORMAT = "ccxml-tune-manifest/1"
-PROTOCOL_NOTE = ("Simple for every file: the simulator models links as alpha + bytes*beta and does "
-                 "not model the LL/LL128 protocols, so it cannot rank them")
+PROTOCOL_NOTE = ("Simple for every file: the simulator models transfers as latency plus bytes over "
+                 "(shared) link bandwidth and does not model the LL/LL128 protocols, so it cannot "
+                 "rank them")
 
 
 @dataclass(frozen=True)
@@ -217,45 +219,70 @@ def sim_signature(text: str, schedule) -> str:
 
 
 class _Ranker:
-    """Simulated times of the candidates of one (collective, form), cached per size; results are
-    shared through ``cache`` with any schedule of the same :func:`sim_signature`."""
+    """Simulated times of the candidates of one (collective, form), cached per size.
 
-    def __init__(self, schedules: dict, signatures: dict, topology: Topology, cache: dict,
-                 note: Callable[[str], None] | None = None):
-        self.schedules = schedules          # name -> Schedule (unbounded window)
-        self.signatures = signatures        # name -> sim_signature
+    A candidate is simulated at n bytes as built for a window ending at n — its messages as large
+    as the runtime moves at that size (``max_allowed_count``), as ``ccxml select`` builds it — so
+    the ranking counts the transfers (and their latency and per-message costs) the file written
+    for that window will make. Builds are shared between sizes with the same count per call;
+    results are shared through ``cache`` with any schedule of the same :func:`sim_signature`.
+    """
+
+    def __init__(self, build: Callable[[str, int], tuple], names: list[str], topology: Topology,
+                 cache: dict, note: Callable[[str], None] | None = None):
+        self._build = build                 # (name, n) -> (Schedule, signature) or ValueError
         self.topology = topology
-        self.active = sorted(schedules)
+        self.active = sorted(names)
         self._cache = cache                 # (signature, n) -> SimResult
         self._note = note
 
+    def time(self, name: str, n: int) -> float:
+        r = self.result(name, n)
+        return float("inf") if r is None else r.time_s
+
     def result(self, name: str, n: int):
+        """The SimResult of ``name`` at n bytes, None when it cannot be built for that size."""
         from ccxml.simulator import simulate_schedule
-        key = (self.signatures[name], n)
+        from ccxml.vocab.errors import SimulationError
+        try:
+            sched, sig = self._build(name, n)
+        except ValueError:
+            return None
+        key = (sig, n)
         r = self._cache.get(key)
         if r is None:
             if self._note:
                 self._note(f"{name} at {n} B")
-            r = self._cache[key] = simulate_schedule(self.schedules[name], n, self.topology)
+            try:
+                r = simulate_schedule(sched, n, self.topology)
+            except SimulationError:
+                r = None
+            self._cache[key] = r
         return r
 
     def ranking(self, n: int) -> list[str]:
         """Active candidates at n bytes, fastest first (ties: by name)."""
-        return sorted(self.active, key=lambda a: (self.result(a, n).time_s, a))
+        return sorted(self.active, key=lambda a: (self.time(a, n), a))
 
     def best(self, n: int) -> str:
-        return min(self.active, key=lambda a: (self.result(a, n).time_s, a))
+        return min(self.active, key=lambda a: (self.time(a, n), a))
 
 
-def _point(ranker: _Ranker, name: str, n: int, text: str, schedule) -> dict:
-    """Simulated figures of the written file at n bytes, with the runner-up for comparison."""
-    from ccxml.simulator import simulate_schedule
+def _point(ranker: _Ranker, name: str, n: int, text: str, schedule, root: int = 0) -> dict:
+    """Simulated figures of the written file at n bytes, the topology's busbw bound there (the
+    fastest any schedule could be, :func:`ccxml.simulator.busbw_bound`), and the runner-up for
+    comparison."""
+    from ccxml.simulator import busbw_bound, simulate_schedule
     key = (sim_signature(text, schedule), n)
     r = ranker._cache.get(key)
     if r is None:
         r = ranker._cache[key] = simulate_schedule(schedule, n, ranker.topology)
     doc = {"bytes": n, "time_us": _sig(r.time_s * 1e6), "busbw_GBps": _sig(r.busbw / 1e9)}
-    others = [a for a in ranker.ranking(n) if a != name]
+    bound = busbw_bound(ranker.topology, schedule.coll, r.nranks, n, root)
+    if bound.time_s > 0:
+        doc["bound_busbw_GBps"] = _sig(bound.busbw / 1e9)
+        doc["bound_cut"] = bound.cut
+    others = [a for a in ranker.ranking(n) if a != name and ranker.result(a, n) is not None]
     if others:
         ru = ranker.result(others[0], n)
         doc["runner_up"] = others[0]
@@ -294,6 +321,7 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
     from ccxml.loader.reader import loads
     from ccxml.simulator import simulate_schedule
     from ccxml.vocab.errors import SimulationError
+    from ccxml.vocab.wire import max_allowed_count
     if cfg.ranks < 2:
         raise TuneError(f"--ranks must be >= 2, got {cfg.ranks}")
     cfg.topology.check_ranks(cfg.ranks)
@@ -313,24 +341,39 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
             note = (lambda what, d=done, j=job: on_step(d, f"{j}: {what}")) if on_step else None
             done += 1
             inplace = FORMS[form]
-            schedules, signatures = {}, {}
+            shapes: dict[str, tuple[str, int]] = {}          # name -> (proto, nchunksperloop)
+            builds: dict[tuple[str, int], tuple] = {}       # (name, count per call) -> build
             for name in names:
                 try:
                     text = build_text(name, coll, cfg, inplace)
                     sched = loads(text)
-                    signatures[name] = sim_signature(text, sched)
-                    cache[(signatures[name], sizes[0])] = simulate_schedule(sched, sizes[0], cfg.topology)
+                    simulate_schedule(sched, sizes[0], cfg.topology)     # it can run at all
+                    shapes[name] = (sched.proto, sched.nchunksperloop)
                 except (ValueError, SimulationError) as e:
-                    signatures.pop(name, None)
                     res.skipped.append({"coll": coll, "form": form, "algorithm": name,
                                         "reason": _first_line(e)})
-                    continue
-                schedules[name] = sched
-            if not schedules:
+            if not shapes:
                 res.notes.append(f"{coll} {form}: no available algorithm can run it on "
                                  f"{cfg.ranks} ranks here; the runtime falls back to NCCL")
                 continue
-            ranker = _Ranker(schedules, signatures, cfg.topology, cache, note)
+
+            def windowed(name, n, coll=coll, inplace=inplace, shapes=shapes, builds=builds):
+                proto, nchunks = shapes[name]
+                key = (name, max_allowed_count(proto, n, nchunks))
+                got = builds.get(key)
+                if got is None:
+                    try:
+                        text = build_text(name, coll, cfg, inplace, 0, n)
+                        sched = loads(text)
+                        got = (sched, sim_signature(text, sched))
+                    except ValueError as e:
+                        got = e
+                    builds[key] = got
+                if isinstance(got, ValueError):
+                    raise got
+                return got
+
+            ranker = _Ranker(windowed, list(shapes), cfg.topology, cache, note)
             verified: dict[tuple[str, int, int], tuple[str, object]] = {}
             while ranker.active:
                 plan = plan_windows(ranker.best, sizes)
@@ -361,9 +404,10 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                 sched = loads(text)
                 at_lo = max(lo, 1)
                 at_hi = hi if hi else hi_probe
-                simulated = {"min": _point(ranker, name, at_lo, text, sched)}
+                root = cfg.root if Coll(coll).rooted else 0
+                simulated = {"min": _point(ranker, name, at_lo, text, sched, root)}
                 if at_hi != at_lo:
-                    simulated["max"] = _point(ranker, name, at_hi, text, sched)
+                    simulated["max"] = _point(ranker, name, at_hi, text, sched, root)
                 res.files.append(TunedFile(
                     name=f"{coll}-{form}-{i:0{width}d}-{name}.xml", coll=coll, form=form,
                     algorithm=name, min_bytes=lo, max_bytes=hi, text=text,
@@ -415,16 +459,23 @@ def manifest(result: TuneResult, dirname: str) -> dict:
         "window fall back to NCCL/RCCL. The external msccl-scheduler plugin tests "
         "count % nchunksperloop without mult, which is stricter for allgather, reducescatter "
         "and alltoall.",
-        "Each window's algorithm is the fastest under the alpha-beta-gamma simulator at the "
-        "sampled sizes, with the changes between two samples located by bisection; the "
-        "simulated figures are those of the written file, runner_up the next-fastest candidate. "
-        "The model gives every pair of ranks its own full-duplex link, which favours many-link "
-        "algorithms (mesh) more than real NICs and switches do.",
+        "Each window's algorithm is the fastest under the simulator at the sampled sizes, with "
+        "the changes between two samples located by bisection; the simulated figures are those "
+        "of the written file, runner_up the next-fastest candidate, bound_busbw_GBps the "
+        "topology's bound (no schedule can be faster: the bytes its busiest cut must pass over "
+        "that cut's bandwidth, bound_cut).",
+        ("The topology is a network: every transfer shares the links of its route (ports, NICs, "
+         "switches) max-min fairly with the transfers in flight there."
+         if cfg.topology.is_network else
+         "The topology gives every pair of ranks its own full-duplex link (dedicated links), "
+         "which favours many-link algorithms (mesh) more than real NICs and switches do; use "
+         "--preset or a [network] topology for shared links."),
         "Protocol: " + PROTOCOL_NOTE + ".",
     ]
     if any(Coll(c).rooted for c in cfg.colls):
         notes.append(f"broadcast/reduce files are written for root {cfg.root}; the runtime never "
                      f"checks the root, so install them only if every call uses root {cfg.root}.")
+    notes.extend(cfg.topology.notes())
     notes.extend(result.notes)
     return {
         "format": MANIFEST_FORMAT,

@@ -64,6 +64,12 @@ class SimulationError(CcxmlError):
     """The schedule cannot be simulated (malformed step, unmatched receive, deadlock, ...)."""
 
 
+# ---- front ends ---------------------------------------------------------------------------
+class MSCCLangError(CcxmlError):
+    """An MSCCLang program cannot run: a feature ccxml does not serve, a call MSCCLang itself
+    rejects, or data that does not match the program's collective."""
+
+
 # ---- tools --------------------------------------------------------------------------------
 class TuneError(CcxmlError):
     """Tuning cannot produce a usable directory (no candidate, bad directory, ...)."""

@@ -87,6 +87,10 @@ class Coll(str, Enum):
         return self in (Coll.BROADCAST, Coll.REDUCE, Coll.GATHER, Coll.SCATTER)
 
 
+#: the ``coll`` of a collective ccxml does not define (MSCCLang's custom collectives): only the
+#: legacy runtime loads it, and there is no postcondition to check it against
+CUSTOM_COLL = "custom"
+
 #: step types each runtime can execute
 ALL_STEP_TYPES = frozenset(StepType)
 RCCL_STEP_TYPES = frozenset({StepType.SEND, StepType.RECV, StepType.COPY, StepType.REDUCE,

@@ -6,6 +6,6 @@
 from __future__ import annotations
 
 from ccxml.writer.files import write_atomic
-from ccxml.writer.msccl import save_xml, to_element, to_xml, xml_parts
+from ccxml.writer.msccl import gpu_element, save_xml, tb_element, to_element, to_xml, xml_parts
 
-__all__ = ["save_xml", "to_element", "to_xml", "write_atomic", "xml_parts"]
+__all__ = ["gpu_element", "save_xml", "tb_element", "to_element", "to_xml", "write_atomic", "xml_parts"]

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ccxml.ir.nodes import GPU, Algo, Step
+from ccxml.ir.nodes import GPU, TB, Algo, Step, wire_operands
 from ccxml.vocab.errors import LimitError
 from ccxml.vocab.wire import (
+    CUSTOM_COLL,
     INPUT,
     LEGACY_COLL_NAMES,
     NOP,
@@ -42,32 +43,18 @@ STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid
               "hasdep")
 
 
-def _side(step: Step | None, which: str) -> tuple[Buffer, int] | None:
-    if step is None:
-        return None
-    return step.src if which == "src" else step.dst
-
-
 _NOP = (INPUT, -1), (OUTPUT, -1), 0
 
 
 def step_values(step: Step) -> tuple:
-    """The ``<step>`` attribute values, in the order of :data:`STEP_ATTRS`."""
+    """The ``<step>`` attribute values, in the order of :data:`STEP_ATTRS` (the operands by
+    :func:`ccxml.ir.nodes.wire_operands`: a send names the receiver's destination, a receive
+    the sender's source)."""
     t = step.type
-    if t is NOP:
-        src, dst, cnt = _NOP
-    else:
-        src, dst, cnt = step.src, step.dst, step.cnt
-        if t is SEND:          # the sender names the receiver's destination
-            dst = _side(step.send_to, "dst") or src
-        elif t is RECV:        # the receiver names the sender's source
-            src = _side(step.recv_from, "src") or _side(step.recv_from, "dst") or dst
-        elif t is RECV_REDUCE_SEND and dst is None:
-            dst = _side(step.send_to, "dst") or src
-        src = src or dst
-        dst = dst or src
+    src, dst = wire_operands(step)
     dep = step.dep
-    return (step._s, t._value_, src[0]._value_, src[1], dst[0]._value_, dst[1], cnt,
+    return (step._s, t._value_, src[0]._value_, src[1], dst[0]._value_, dst[1],
+            _NOP[2] if t is NOP else step.cnt,
             -1 if dep is None else dep.tb.id, -1 if dep is None else dep._s,
             1 if step.publish else 0)
 
@@ -95,10 +82,16 @@ def scratch_chunks(gpu: GPU) -> int:
 
 
 def algo_attrs(algo: Algo, target: str) -> dict[str, str]:
-    coll = algo.coll.value
     max_bytes = algo.maxBytes
+    if algo.coll == CUSTOM_COLL:
+        if target != "legacy":
+            raise LimitError(f'{algo.name}: coll="custom" (a collective no runtime call names) '
+                             f"loads only in the legacy runtime: use --target legacy")
+        coll = CUSTOM_COLL
+    else:
+        coll = algo.coll.value
     if target == "legacy":
-        if algo.coll not in LEGACY_COLLS:
+        if coll != CUSTOM_COLL and algo.coll not in LEGACY_COLLS:
             raise LimitError(f"the legacy runtime has no {coll} collective: use --target exec")
         coll = LEGACY_COLL_NAMES.get(algo.coll, coll)
         if max_bytes == 0:          # legacy's upper bound is exclusive and 0 would match nothing
@@ -118,19 +111,33 @@ def algo_attrs(algo: Algo, target: str) -> dict[str, str]:
     return attrs
 
 
+def tb_element(tb: TB):
+    """One ``<tb>`` and its steps as an lxml element."""
+    from lxml import etree
+    t = etree.Element("tb", {"id": str(tb.id), "send": str(tb.send), "recv": str(tb.recv),
+                             "chan": str(tb.chan)})
+    for st in tb.steps:
+        etree.SubElement(t, "step", step_attrs(st))
+    return t
+
+
+def gpu_element(gpu: GPU):
+    """One ``<gpu>`` and its thread blocks as an lxml element."""
+    from lxml import etree
+    g = etree.Element("gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
+                              "o_chunks": str(gpu.output_chunks),
+                              "s_chunks": str(scratch_chunks(gpu))})
+    for tb in gpu.tbs:
+        g.append(tb_element(tb))
+    return g
+
+
 def to_element(algo: Algo, target: str = "exec"):
     """The file as an lxml tree."""
     from lxml import etree
     root = etree.Element("algo", algo_attrs(algo, target))
     for gpu in algo.gpus:
-        g = etree.SubElement(root, "gpu", {"id": str(gpu.id), "i_chunks": str(gpu.input_chunks),
-                                            "o_chunks": str(gpu.output_chunks),
-                                            "s_chunks": str(scratch_chunks(gpu))})
-        for tb in gpu.tbs:
-            t = etree.SubElement(g, "tb", {"id": str(tb.id), "send": str(tb.send),
-                                           "recv": str(tb.recv), "chan": str(tb.chan)})
-            for st in tb.steps:
-                etree.SubElement(t, "step", step_attrs(st))
+        root.append(gpu_element(gpu))
     return root
 
 

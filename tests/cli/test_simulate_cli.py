@@ -220,7 +220,7 @@ def test_select_notes_when_the_rule_and_the_model_disagree(tmp_path, capsys):
     ("broadcast", 8, 4096, None, "star"),
     ("broadcast", 8, SMALL_BYTES + 1, None, "mesh"),
     ("alltoall", 16, 1 << 20, (4, 4, 4, 4), "pairwise"),
-    ("alltoall", 16, LARGE_BYTES, (4, 4, 4, 4), "pipeline"),
+    ("alltoall", 16, LARGE_BYTES, (4, 4, 4, 4), "pairwise"),
     ("allreduce", 5, 1 << 20, (2, 3), "ahc"),
     ("allreduce", 32, LARGE_BYTES, (4,) * 8, "pipeline"),
     ("allreduce", 4, 1 << 20, (2, 2), "ring"),
@@ -228,12 +228,21 @@ def test_select_notes_when_the_rule_and_the_model_disagree(tmp_path, capsys):
     ("allgather", 6, 1 << 20, (1,) * 6, "nhr"),
     ("reducescatter", 12, 1 << 20, (2,) * 6, "nhr"),
     ("allgather", 48, LARGE_BYTES, (8,) * 6, "pipeline"),
+    # the reference's rule where it differs from ccxml's earlier one: small data on a server count
+    # that is not a power of two (and not few) -> RHD; reduce/scatter in one server -> Star
+    ("allreduce", 6 * 8, SMALL_BYTES, (8,) * 6, "rhd"),
+    ("reducescatter", 12, SMALL_BYTES, (2,) * 6, "rhd"),
+    ("reduce", 8, 4096, None, "star"),
+    ("scatter", 8, 4096, None, "star"),
+    ("reduce", 8, SMALL_BYTES + 1, None, "mesh"),
 ])
 def test_hccl_rule_of_thumb(coll, p, n, groups, first):
     topo = Topology.from_groups(groups) if groups else None
     advice = hccl_rule(coll, p, n, topo)
     assert advice.algorithms[0] == first
     assert advice.reason
+    # large all-to-all: PairWise, unless the model shows Pipeline is faster
+    assert (advice.unless_faster == "pipeline") == (coll == "alltoall" and n >= LARGE_BYTES)
 
 
 def test_an_algorithm_is_simulated_as_built_for_each_size(capsys):

@@ -27,6 +27,18 @@ def test_a_module_whose_source_changed_since_the_build_runs_as_python():
     assert stale.find_spec("ccxml.loader.reader") is None          # not a native module: default import
 
 
+def test_a_compiled_module_whose_cimported_ir_is_stale_runs_as_python():
+    """A pass compiled against the compiled IR cannot use the IR's pure-Python classes: when the
+    IR's source changed since the build, the passes that cimport it run as Python too."""
+    if not BUILT:
+        pytest.skip("no native build in this checkout (pure Python install)")
+    digests = dict(BUILT, **{"ccxml.ir.nodes": "0" * 64})
+    finder = _native._SourceFirst(False, digests)
+    assert _origin(finder, "ccxml.ir.nodes") == "nodes.py"
+    assert _origin(finder, "ccxml.passes.fusion") == "fusion.py"      # cimports ccxml.ir.nodes
+    assert "ccxml.ir.nodes" in _native.cimported(os.path.join(REPO, "ccxml", "passes", "fusion"))
+
+
 def test_ccxml_pure_runs_every_native_module_as_python():
     digest = _native.source_digest(os.path.join(REPO, "ccxml", "ir", "nodes"))
     assert _origin(_native._SourceFirst(True, {"ccxml.ir.nodes": digest}), "ccxml.ir.nodes") == "nodes.py"

@@ -141,7 +141,6 @@ def test_each_window_is_served_by_the_simulated_fastest(ring_rhd):
     files = headers(ring_rhd)
     doc = json.loads((ring_rhd.parent / "algos.manifest.json").read_text())
     algos = {e["file"]: e["algorithm"] for e in doc["files"]}
-    sched = {a: algorithm_schedule(a, "allreduce", 8) for a in ("ring", "rhd")}
     windows = sorted((s.min_bytes, s.max_bytes, algos[n]) for n, s in files if s.outofplace == 1)
     # non-overlapping, adjacent, covering 1K..256M, neighbours differ
     assert windows[0][0] == 1024 and windows[-1][1] == 256 << 20
@@ -149,6 +148,8 @@ def test_each_window_is_served_by_the_simulated_fastest(ring_rhd):
         assert lo <= hi and lo2 == hi + 1 and a != b
     for lo, hi, a in windows:
         for n in {lo, (lo + hi) // 2, hi}:
+            # each candidate as built for a window ending at n: the messages it sends there
+            sched = {x: algorithm_schedule(x, "allreduce", 8, max_bytes=n) for x in ("ring", "rhd")}
             t = {x: simulate_schedule(sched[x], n, DEFAULT_TOPOLOGY).time_s for x in sched}
             assert t[a] <= min(t.values()), (n, a, t)
             assert runtime_pick(files, "allreduce", n, False) == [
