@@ -12,19 +12,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
+from ccxml.frontend.registry import registry
 from ccxml.tables.blocks import COLLECTIVES, Rules, phases
 from ccxml.vocab.wire import Coll
 
 
 def build(rules: Rules, coll: Coll, p: int, options: Options, root: int = 0) -> Program:
-    """``coll`` with ``rules`` on p ranks."""
-    check_ranks(p)
+    """``coll`` with ``rules`` on p ranks (the registry has checked p and the root)."""
     k = options.channels
-    if coll.rooted:
-        check_root(root, p)
     prog = program(rules.name, coll, p, k if coll is Coll.SCATTER else p * k, options,
                    root=root if coll.rooted else None)
     if coll is Coll.ALLGATHER:
@@ -45,18 +43,21 @@ def build(rules: Rules, coll: Coll, p: int, options: Options, root: int = 0) -> 
     return prog
 
 
-def collectives(rules: Rules) -> dict[Coll, Callable[..., Program]]:
-    """The builders of an algorithm with these tables, as its ``COLLECTIVES``."""
+def register(rules: Rules) -> dict[Coll, Callable[..., Program]]:
+    """Register the builders of an algorithm with these tables (its name is ``rules.name``);
+    return them by collective, as its ``COLLECTIVES``."""
     def builder(coll: Coll):
         if coll.rooted:
             def rooted(p: int, *, root: int = 0, options: Options = Options()) -> Program:
                 return build(rules, coll, p, options, root)
-            rooted.__name__ = coll.value
+            rooted.__name__ = rooted.__qualname__ = coll.value
             return rooted
 
         def flat(p: int, *, options: Options = Options()) -> Program:
             return build(rules, coll, p, options)
-        flat.__name__ = coll.value
+        flat.__name__ = flat.__qualname__ = coll.value
         return flat
 
-    return {coll: builder(coll) for coll in COLLECTIVES}
+    for coll in COLLECTIVES:
+        registry.register(rules.name, coll, builder(coll))
+    return registry.get(rules.name).builders

@@ -36,6 +36,7 @@ from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.lanes import Lanes
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables.ahc import Card, logic_cards, split_groups
 from ccxml.tables.plan import Space
 from ccxml.tables.schemes import INTER
@@ -70,17 +71,17 @@ def groups_of(p: int, topology) -> list[list[int]]:
 def _setup(coll: Coll, p: int, topology, options: Options, intra: str, inter: str | None,
            units) -> tuple[Program, list[list[int]], str, str, int, list[Card]]:
     """(Program, groups, intra, inter, L, cards in execution order) for ``coll``, with
-    ``units(L, G)`` units per instance and the topology recorded; the inner choices checked
-    (inter: ring for up to 3 groups, else nhr, HCCL's ``AHC_LEVEL0_GROUP_SIZE_THRESHOLD``)."""
+    ``units(L, G)`` units per instance and the topology recorded; inter by default ring for up
+    to 3 groups, else nhr (HCCL's ``AHC_LEVEL0_GROUP_SIZE_THRESHOLD``)."""
     groups = groups_of(p, topology)
-    lv.choose("ahc", "intra", intra, INTRA)
-    inter = lv.choose("ahc", "inter", inter or ("ring" if len(groups) <= 3 else "nhr"), INTER)
+    inter = inter or ("ring" if len(groups) <= 3 else "nhr")
     big_l, cards = logic_cards(groups)
     prog = program("ahc", coll, p, options.channels * units(big_l, len(groups)), options,
                    extra_attrs=lv.topology_attrs(topology))
     return prog, groups, intra, inter, big_l, cards
 
 
+@algorithm("ahc", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
               inter: str | None = None) -> Program:
     prog, groups, intra, inter, big_l, cards = _setup(Coll.ALLREDUCE, p, topology, options, intra,
@@ -109,28 +110,7 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
     return prog
 
 
-def _region_blocks(groups, big_l):
-    """Phase-1 blocks of RS/AG: group g's block t of region k, and card blocks, as unit ranges."""
-    offs = [0]
-    for g in groups:
-        offs.append(offs[-1] + len(g))
-
-    def block(g: list[int], k: int, t: int) -> tuple[int, int]:
-        w = big_l // len(g) * len(groups[k])
-        return offs[k] * big_l + t * w, offs[k] * big_l + (t + 1) * w
-
-    def card_block(card: Card, i: int) -> tuple[int, int]:
-        m = len(groups[i])
-        return offs[i] * big_l + card.lo * m, offs[i] * big_l + card.hi * m
-
-    def own_block(rank: int, card: Card, i: int) -> tuple[int, int]:
-        """Card block i as offsets in ``rank``'s own block (its RS output, AG input)."""
-        lo, hi = card_block(card, i)
-        return lo - rank * big_l, hi - rank * big_l
-
-    return block, card_block, own_block
-
-
+@algorithm("ahc", Coll.REDUCESCATTER, intra=INTRA, inter=INTER)
 def reducescatter(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
                   inter: str | None = None) -> Program:
     prog, groups, intra, inter, big_l, cards = _setup(Coll.REDUCESCATTER, p, topology, options, intra,
@@ -153,6 +133,7 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), intra:
     return prog
 
 
+@algorithm("ahc", Coll.ALLGATHER, intra=INTRA, inter=INTER)
 def allgather(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
               inter: str | None = None) -> Program:
     prog, groups, intra, inter, big_l, cards = _setup(Coll.ALLGATHER, p, topology, options, intra,
@@ -175,11 +156,29 @@ def allgather(p: int, *, topology=None, options: Options = Options(), intra: str
     return prog
 
 
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.ALLGATHER: allgather,
-}
+def _region_blocks(groups, big_l):
+    """Phase-1 blocks of RS/AG: group g's block t of region k, and card blocks, as unit ranges."""
+    offs = [0]
+    for g in groups:
+        offs.append(offs[-1] + len(g))
+
+    def block(g: list[int], k: int, t: int) -> tuple[int, int]:
+        w = big_l // len(g) * len(groups[k])
+        return offs[k] * big_l + t * w, offs[k] * big_l + (t + 1) * w
+
+    def card_block(card: Card, i: int) -> tuple[int, int]:
+        m = len(groups[i])
+        return offs[i] * big_l + card.lo * m, offs[i] * big_l + card.hi * m
+
+    def own_block(rank: int, card: Card, i: int) -> tuple[int, int]:
+        """Card block i as offsets in ``rank``'s own block (its RS output, AG input)."""
+        lo, hi = card_block(card, i)
+        return lo - rank * big_l, hi - rank * big_l
+
+    return block, card_block, own_block
+
+
+COLLECTIVES = registry.get("ahc").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

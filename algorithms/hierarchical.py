@@ -27,7 +27,9 @@ from __future__ import annotations
 from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import ring, star
+from ccxml.tables.schemes import INTER
 from ccxml.vocab.wire import Coll
 
 #: how a server reduces to (and broadcasts from) its leader
@@ -36,10 +38,10 @@ REDUCE_TABLES = {"ring": ring.chain_reduce, "star": star.reduce}
 BCAST_TABLES = {"ring": ring.chain_bcast, "star": star.bcast}
 
 
+@algorithm("hierarchical", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "star",
               inter: str = "ring") -> Program:
-    prog, s_, m_, instances = lv.two_level("hierarchical", p, topology, options, intra=intra,
-                                           intra_choices=INTRA, inter=inter, units=lambda s, m: s)
+    prog, s_, m_, instances = lv.two_level("hierarchical", p, topology, options, units=lambda s, m: s)
     reduce_table, bcast_table = REDUCE_TABLES[intra], BCAST_TABLES[intra]
     servers = lv.servers_of(s_, m_)
     leaders = [s * m_ for s in range(s_)]
@@ -54,7 +56,7 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
     return prog
 
 
-COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+COLLECTIVES = registry.get("hierarchical").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -35,9 +35,10 @@ one-shot AR α + nβ + (p−1)nγ; A2A(V) α + β·max_j n_{r,j}.
 """
 from __future__ import annotations
 
-from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import mesh, star
 from ccxml.tables.mesh import slot
 from ccxml.tables.plan import Copy, Listed, Reduce, by_block, fixed
@@ -46,6 +47,9 @@ from ccxml.vocab.errors import AlgorithmError
 from ccxml.vocab.wire import PROFILES, Buffer, Coll
 
 I, O, S = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
+
+#: the AllReduce variants
+VARIANTS = ("two-shot", "one-shot")
 
 #: pair distances sharing one channel: two peers per distance, so at most 32 TBs per direction
 DISTANCES_PER_CHANNEL = min(pr.max_tbs_per_chan_dir for pr in PROFILES.values()) // 2
@@ -88,33 +92,8 @@ def _reduce_scatter(prog: Program, p: int, k: int, final) -> None:
                      land=slots(p, k)), instances=k, channel=by_peer(p))
 
 
-def reducescatter(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k = options.channels
-    prog = program("mesh", Coll.REDUCESCATTER, p, p * k, options)
-    _reduce_scatter(prog, p, k, final=fixed(O))
-    return prog
-
-
-def allgather(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k = options.channels
-    prog = program("mesh", Coll.ALLGATHER, p, p * k, options)
-    for r in range(p):
-        prog.input(r, 0, k).copy(prog.output(r, r * k, k))
-    run(prog, Copy(mesh.all_gather(p), loc=by_block(O, k), first=fixed(I)), instances=k,
-        channel=by_peer(p))
-    return prog
-
-
-VARIANTS = ("two-shot", "one-shot")
-
-
+@algorithm("mesh", Coll.ALLREDUCE, variant=VARIANTS)
 def allreduce(p: int, *, variant: str = "two-shot", options: Options = Options()) -> Program:
-    check_ranks(p)
-    if variant not in VARIANTS:
-        raise AlgorithmError(f"mesh allreduce variant must be one of {', '.join(VARIANTS)}, "
-                             f"got {variant!r}")
     k = options.channels
     if variant == "one-shot":
         prog = program("mesh", Coll.ALLREDUCE, p, k, options)
@@ -127,9 +106,27 @@ def allreduce(p: int, *, variant: str = "two-shot", options: Options = Options()
     return prog
 
 
+@algorithm("mesh", Coll.ALLGATHER)
+def allgather(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("mesh", Coll.ALLGATHER, p, p * k, options)
+    for r in range(p):
+        prog.input(r, 0, k).copy(prog.output(r, r * k, k))
+    run(prog, Copy(mesh.all_gather(p), loc=by_block(O, k), first=fixed(I)), instances=k,
+        channel=by_peer(p))
+    return prog
+
+
+@algorithm("mesh", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("mesh", Coll.REDUCESCATTER, p, p * k, options)
+    _reduce_scatter(prog, p, k, final=fixed(O))
+    return prog
+
+
+@algorithm("mesh", Coll.BROADCAST)
 def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program("mesh", Coll.BROADCAST, p, p * k, options, root=root)
     prog.input(root, 0, p * k).copy(prog.output(root, 0, p * k))
@@ -141,9 +138,8 @@ def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program
     return prog
 
 
+@algorithm("mesh", Coll.REDUCE)
 def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program("mesh", Coll.REDUCE, p, p * k, options, root=root)
     _reduce_scatter(prog, p, k, final=by_block(O, k))
@@ -151,10 +147,34 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return prog
 
 
+@algorithm("mesh", Coll.SCATTER)
+def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+    return root_scatter("mesh", p, root, options)
+
+
+@algorithm("mesh", Coll.GATHER)
+def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+    return root_gather("mesh", p, root, options)
+
+
+@algorithm("mesh", Coll.ALLTOALL)
+def alltoall(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("mesh", Coll.ALLTOALL, p, p * k, options)
+    _direct_exchange(prog, tuple((k,) * p for _ in range(p)), k)
+    return prog
+
+
+@algorithm("mesh", Coll.ALLTOALLV)
+def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
+    m = check_counts(counts, p, options.inplace)
+    prog = program("mesh", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
+    _direct_exchange(prog, m, options.channels)
+    return prog
+
+
 def root_scatter(algorithm: str, p: int, root: int, options: Options) -> Program:
     """The root sends block j straight to rank j, every peer at once (Mesh and Star Scatter)."""
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program(algorithm, Coll.SCATTER, p, k, options, root=root)
     prog.input(root, root * k, k).copy(prog.output(root, 0, k))
@@ -165,37 +185,11 @@ def root_scatter(algorithm: str, p: int, root: int, options: Options) -> Program
 
 def root_gather(algorithm: str, p: int, root: int, options: Options) -> Program:
     """Every rank sends its block straight to the root, all at once (Mesh and Star Gather)."""
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program(algorithm, Coll.GATHER, p, k, options, root=root)
     prog.input(root, 0, k).copy(prog.output(root, root * k, k))
     run(prog, Copy(star.gather(p, root), loc=by_block(O, k), first=fixed(I)), instances=k,
         channel=by_peer(p))
-    return prog
-
-
-def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    return root_scatter("mesh", p, root, options)
-
-
-def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    return root_gather("mesh", p, root, options)
-
-
-def alltoall(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k = options.channels
-    prog = program("mesh", Coll.ALLTOALL, p, p * k, options)
-    _direct_exchange(prog, tuple((k,) * p for _ in range(p)), k)
-    return prog
-
-
-def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
-    check_ranks(p)
-    m = check_counts(counts, p, options.inplace)
-    prog = program("mesh", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
-    _direct_exchange(prog, m, options.channels)
     return prog
 
 
@@ -282,17 +276,7 @@ def alltoallv_chunks(m, p: int) -> int:
     return -(-most // p) * p
 
 
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.BROADCAST: broadcast,
-    Coll.REDUCE: reduce,
-    Coll.SCATTER: scatter,
-    Coll.GATHER: gather,
-    Coll.ALLTOALL: alltoall,
-    Coll.ALLTOALLV: alltoallv,
-}
+COLLECTIVES = registry.get("mesh").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

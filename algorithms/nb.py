@@ -37,7 +37,7 @@ from ccxml.tables import nb
 RULES = nb.RULES
 
 
-COLLECTIVES = _blocks.collectives(RULES)
+COLLECTIVES = _blocks.register(RULES)
 allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ RULES = nhr.RULES
 slice_map = nhr.slice_map
 
 
-COLLECTIVES = _blocks.collectives(RULES)
+COLLECTIVES = _blocks.register(RULES)
 allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":

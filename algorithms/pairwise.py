@@ -23,9 +23,10 @@ Cost (HCCL doc, n_ij = bytes i sends to j): (p−1)α + β·Σ_{k=1..p−1} max_
 from __future__ import annotations
 
 from ccxml.algorithms.mesh import Exchange, alltoallv_chunks, by_peer, check_counts
-from ccxml.frontend.algorithm import Options, check_ranks, program
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import pairwise
 from ccxml.tables.plan import Copy
 from ccxml.vocab.wire import Coll
@@ -34,16 +35,16 @@ from ccxml.vocab.wire import Coll
 SERIALIZABLE_TBS = 128
 
 
+@algorithm("pairwise", Coll.ALLTOALL)
 def alltoall(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
     k = options.channels
     prog = program("pairwise", Coll.ALLTOALL, p, p * k, options)
     _pairwise(prog, tuple((k,) * p for _ in range(p)), k)
     return prog
 
 
+@algorithm("pairwise", Coll.ALLTOALLV)
 def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
-    check_ranks(p)
     m = check_counts(counts, p, options.inplace)
     prog = program("pairwise", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
     _pairwise(prog, m, options.channels)
@@ -63,10 +64,7 @@ def _pairwise(prog: Program, m, k: int) -> None:
     exchange.unstage()
 
 
-COLLECTIVES = {
-    Coll.ALLTOALL: alltoall,
-    Coll.ALLTOALLV: alltoallv,
-}
+COLLECTIVES = registry.get("pairwise").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -34,6 +34,7 @@ from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
 from ccxml.frontend.lanes import Lanes
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import pipeline
 from ccxml.tables.plan import Copy, Reduce, Space
 from ccxml.vocab.wire import Buffer, Coll
@@ -111,30 +112,7 @@ def _reduce(prog: Program, s_: int, m_: int, lanes: Lanes, src, acc, final) -> N
         lanes=slots, merge=False)
 
 
-def allgather(p: int, *, topology=None, options: Options = Options()) -> Program:
-    prog, s_, m_ = _setup(Coll.ALLGATHER, p, topology, options, p)
-    k_ = options.channels
-    for c in range(k_):
-        inp = Space(Buffer.INPUT, 1, instances=k_, instance=c)
-        out = Space(Buffer.OUTPUT, p, block=1, instances=k_, instance=c)
-        for r in range(p):
-            lv.copy(prog, r, inp(0, 1), r, out(r, r + 1), c)
-        _gather(prog, s_, m_, Lanes(k_, c), lambda r, b, c: out(b, b + 1), lambda r, b, c: inp(0, 1), +1)
-    return prog
-
-
-def reducescatter(p: int, *, topology=None, options: Options = Options()) -> Program:
-    prog, s_, m_ = _setup(Coll.REDUCESCATTER, p, topology, options, p)
-    k_ = options.channels
-    for c in range(k_):
-        inp = Space(Buffer.INPUT, p, block=1, instances=k_, instance=c)
-        out = Space(Buffer.OUTPUT, 1, instances=k_, instance=c)
-        scr = Space(Buffer.SCRATCH, p, instances=k_, instance=c)
-        _reduce(prog, s_, m_, Lanes(k_, c), src=lambda r, b, c: inp(b, b + 1),
-                acc=lambda r, b, c: scr(b, b + 1), final=lambda r, b, c: out(0, 1))
-    return prog
-
-
+@algorithm("pipeline", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options()) -> Program:
     prog, s_, m_ = _setup(Coll.ALLREDUCE, p, topology, options, p)
     k_ = options.channels
@@ -148,6 +126,33 @@ def allreduce(p: int, *, topology=None, options: Options = Options()) -> Program
     return prog
 
 
+@algorithm("pipeline", Coll.ALLGATHER)
+def allgather(p: int, *, topology=None, options: Options = Options()) -> Program:
+    prog, s_, m_ = _setup(Coll.ALLGATHER, p, topology, options, p)
+    k_ = options.channels
+    for c in range(k_):
+        inp = Space(Buffer.INPUT, 1, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, p, block=1, instances=k_, instance=c)
+        for r in range(p):
+            lv.copy(prog, r, inp(0, 1), r, out(r, r + 1), c)
+        _gather(prog, s_, m_, Lanes(k_, c), lambda r, b, c: out(b, b + 1), lambda r, b, c: inp(0, 1), +1)
+    return prog
+
+
+@algorithm("pipeline", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, topology=None, options: Options = Options()) -> Program:
+    prog, s_, m_ = _setup(Coll.REDUCESCATTER, p, topology, options, p)
+    k_ = options.channels
+    for c in range(k_):
+        inp = Space(Buffer.INPUT, p, block=1, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, 1, instances=k_, instance=c)
+        scr = Space(Buffer.SCRATCH, p, instances=k_, instance=c)
+        _reduce(prog, s_, m_, Lanes(k_, c), src=lambda r, b, c: inp(b, b + 1),
+                acc=lambda r, b, c: scr(b, b + 1), final=lambda r, b, c: out(0, 1))
+    return prog
+
+
+@algorithm("pipeline", Coll.ALLTOALL)
 def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
     prog, s_, m_ = _setup(Coll.ALLTOALL, p, topology, options, p)
     k_ = options.channels
@@ -183,12 +188,7 @@ def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
     return prog
 
 
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.ALLTOALL: alltoall,
-}
+COLLECTIVES = registry.get("pipeline").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -54,9 +54,10 @@ RD, p = 2^m: as AR; otherwise (2⌊log p⌋+1)α + (2(p′−1)/p′ + 1)nβ + (
 """
 from __future__ import annotations
 
-from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import rhd
 from ccxml.tables.plan import Copy, Layout, Reduce, by_block, by_instance, fixed
 from ccxml.vocab.wire import Buffer, Coll
@@ -82,8 +83,8 @@ def _folded_in(f: rhd.Fold, placed, elsewhere):
     return lambda r, j, c: (placed if r in keepers else elsewhere)(r, j, c)
 
 
+@algorithm("rhd", Coll.ALLREDUCE)
 def allreduce(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
     f, k = rhd.Fold(p), options.channels
     prog = program("rhd", Coll.ALLREDUCE, p, f.B * k, options)
     whole = [0]
@@ -96,23 +97,8 @@ def allreduce(p: int, *, options: Options = Options()) -> Program:
     return prog
 
 
-def reducescatter(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    f, k = rhd.Fold(p), options.channels
-    prog = program("rhd", Coll.REDUCESCATTER, p, p * k, options)
-    # partial sums in scratch, so that a step's blocks stay contiguous; the last step's sum of a
-    # rank's own block goes to its output
-    _steps(prog, Reduce(rhd.fold(f, lambda g: [0]), own=_whole(I, p), acc=_whole(S, p)), k)
-    held = by_block(S, k)
-    home = lambda r, j, c: (O, c, 1) if j == r else held(r, j, c)   # noqa: E731
-    _steps(prog, Reduce(rhd.halving(f), own=_folded_in(f, held, by_block(I, k)), acc=held, final=home,
-                        owner=lambda j: rhd.holder(p, j)), k, exchange=True)
-    _steps(prog, Copy(rhd.rs_tail(p), loc=home), k)
-    return prog
-
-
+@algorithm("rhd", Coll.ALLGATHER)
 def allgather(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
     f, k = rhd.Fold(p), options.channels
     prog = program("rhd", Coll.ALLGATHER, p, p * k, options)
     for r in range(p):
@@ -129,9 +115,23 @@ def allgather(p: int, *, options: Options = Options()) -> Program:
     return prog
 
 
+@algorithm("rhd", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, options: Options = Options()) -> Program:
+    f, k = rhd.Fold(p), options.channels
+    prog = program("rhd", Coll.REDUCESCATTER, p, p * k, options)
+    # partial sums in scratch, so that a step's blocks stay contiguous; the last step's sum of a
+    # rank's own block goes to its output
+    _steps(prog, Reduce(rhd.fold(f, lambda g: [0]), own=_whole(I, p), acc=_whole(S, p)), k)
+    held = by_block(S, k)
+    home = lambda r, j, c: (O, c, 1) if j == r else held(r, j, c)   # noqa: E731
+    _steps(prog, Reduce(rhd.halving(f), own=_folded_in(f, held, by_block(I, k)), acc=held, final=home,
+                        owner=lambda j: rhd.holder(p, j)), k, exchange=True)
+    _steps(prog, Copy(rhd.rs_tail(p), loc=home), k)
+    return prog
+
+
+@algorithm("rhd", Coll.BROADCAST)
 def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program("rhd", Coll.BROADCAST, p, k, options, root=root)
     for c in range(k):
@@ -140,9 +140,8 @@ def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program
     return prog
 
 
+@algorithm("rhd", Coll.REDUCE)
 def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     f = rhd.for_root(p, root)
     prog = program("rhd", Coll.REDUCE, p, f.B * k, options, root=root)
@@ -155,13 +154,7 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return prog
 
 
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.BROADCAST: broadcast,
-    Coll.REDUCE: reduce,
-}
+COLLECTIVES = registry.get("rhd").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -20,9 +20,10 @@ BC (pipelined, p chunks) (2p−2)(α + nβ/p).
 """
 from __future__ import annotations
 
-from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import ring
 from ccxml.tables.plan import Copy, Reduce, by_block, fixed
 from ccxml.vocab.wire import Buffer, Coll
@@ -30,27 +31,8 @@ from ccxml.vocab.wire import Buffer, Coll
 I, O, S = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
 
 
-def reducescatter(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k = options.channels
-    prog = program("ring", Coll.REDUCESCATTER, p, p * k, options)
-    run(prog, Reduce(ring.reduce_scatter(p), own=by_block(I, k), acc=by_block(S, k), final=fixed(O)),
-        instances=k, order="channels")
-    return prog
-
-
-def allgather(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k = options.channels
-    prog = program("ring", Coll.ALLGATHER, p, p * k, options)
-    for r in range(p):
-        prog.input(r, 0, k).copy(prog.output(r, r * k, k))
-    run(prog, Copy(ring.all_gather(p), loc=by_block(O, k), first=fixed(I)), instances=k, order="channels")
-    return prog
-
-
+@algorithm("ring", Coll.ALLREDUCE)
 def allreduce(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
     k = options.channels
     prog = program("ring", Coll.ALLREDUCE, p, p * k, options)
     run(prog, Reduce(ring.reduce_scatter(p), own=by_block(I, k), acc=by_block(O, k)), instances=k,
@@ -59,14 +41,27 @@ def allreduce(p: int, *, options: Options = Options()) -> Program:
     return prog
 
 
-def _from(root: int, p: int) -> list[int]:
-    """The ranks in ring order from the root (the tables' member 0)."""
-    return [(root + i) % p for i in range(p)]
+@algorithm("ring", Coll.ALLGATHER)
+def allgather(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("ring", Coll.ALLGATHER, p, p * k, options)
+    for r in range(p):
+        prog.input(r, 0, k).copy(prog.output(r, r * k, k))
+    run(prog, Copy(ring.all_gather(p), loc=by_block(O, k), first=fixed(I)), instances=k, order="channels")
+    return prog
 
 
+@algorithm("ring", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("ring", Coll.REDUCESCATTER, p, p * k, options)
+    run(prog, Reduce(ring.reduce_scatter(p), own=by_block(I, k), acc=by_block(S, k), final=fixed(O)),
+        instances=k, order="channels")
+    return prog
+
+
+@algorithm("ring", Coll.BROADCAST)
 def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program("ring", Coll.BROADCAST, p, p * k, options, root=root)
     prog.input(root, 0, p * k).copy(prog.output(root, 0, p * k))
@@ -75,9 +70,8 @@ def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program
     return prog
 
 
+@algorithm("ring", Coll.REDUCE)
 def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program("ring", Coll.REDUCE, p, k, options, root=root)
     run(prog, Reduce(ring.chain_reduce(p, 1), own=fixed(I), acc=fixed(S), final=fixed(O),
@@ -85,9 +79,8 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return prog
 
 
+@algorithm("ring", Coll.SCATTER)
 def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program("ring", Coll.SCATTER, p, k, options, root=root)
     prog.input(root, root * k, k).copy(prog.output(root, 0, k))
@@ -102,9 +95,8 @@ def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return prog
 
 
+@algorithm("ring", Coll.GATHER)
 def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
     k = options.channels
     prog = program("ring", Coll.GATHER, p, k, options, root=root)
     prog.input(root, 0, k).copy(prog.output(root, root * k, k))
@@ -119,15 +111,12 @@ def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return prog
 
 
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.BROADCAST: broadcast,
-    Coll.REDUCE: reduce,
-    Coll.SCATTER: scatter,
-    Coll.GATHER: gather,
-}
+def _from(root: int, p: int) -> list[int]:
+    """The ranks in ring order from the root (the tables' member 0)."""
+    return [(root + i) % p for i in range(p)]
+
+
+COLLECTIVES = registry.get("ring").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -25,16 +25,18 @@ from __future__ import annotations
 from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import ring
+from ccxml.tables.schemes import INTER
 from ccxml.vocab.wire import Coll
 
 INTRA = ("allreduce", "reduce")
 
 
+@algorithm("2d-ring", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "allreduce",
               inter: str = "ring") -> Program:
-    prog, s_, m_, instances = lv.two_level("2d-ring", p, topology, options, intra=intra,
-                                           intra_choices=INTRA, inter=inter)
+    prog, s_, m_, instances = lv.two_level("2d-ring", p, topology, options)
     servers = lv.servers_of(s_, m_)
     leaders = [s * m_ for s in range(s_)]
     for inp, out, lanes in instances:
@@ -55,7 +57,7 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
     return prog
 
 
-COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+COLLECTIVES = registry.get("2d-ring").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

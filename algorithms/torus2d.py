@@ -23,14 +23,15 @@ from __future__ import annotations
 from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options
 from ccxml.frontend.chunk import Program
-from ccxml.tables.schemes import INTRA
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables.schemes import INTER, INTRA
 from ccxml.vocab.wire import Coll
 
 
+@algorithm("2d-torus", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
               inter: str = "ring") -> Program:
-    prog, s_, m_, instances = lv.two_level("2d-torus", p, topology, options, intra=intra,
-                                           intra_choices=INTRA, inter=inter)
+    prog, s_, m_, instances = lv.two_level("2d-torus", p, topology, options)
     servers = lv.servers_of(s_, m_)
     planes = [[s * m_ + i for s in range(s_)] for i in range(m_)]
     for inp, out, lanes in instances:
@@ -45,7 +46,7 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
     return prog
 
 
-COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+COLLECTIVES = registry.get("2d-torus").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

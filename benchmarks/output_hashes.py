@@ -18,7 +18,7 @@ import sys as _sys
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
-from ccxml.algorithms import REGISTRY, get
+from ccxml.algorithms import registry
 from ccxml.cli.generate import generate_text
 from ccxml.topology.model import Topology
 
@@ -43,12 +43,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="skip the large cases")
     args = ap.parse_args()
     for alg in FLAT:
-        for coll in get(alg).COLLECTIVES:
+        for coll in registry.get(alg).builders:
             for p in RANKS:
                 for target in ("exec", "rccl", "legacy"):
                     print(line(f"{alg} {coll.value} {p}", alg, coll.value, p, target), flush=True)
-    for alg in (n for n in REGISTRY if n not in FLAT):
-        for coll in get(alg).COLLECTIVES:
+    for alg in (n for n in registry.names() if n not in FLAT):
+        for coll in registry.get(alg).builders:
             for servers, per in SHAPES:
                 topo = Topology.uniform(servers, per)
                 print(line(f"{alg} {coll.value} {servers}x{per}", alg, coll.value, servers * per,

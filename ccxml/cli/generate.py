@@ -32,9 +32,9 @@ def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec"
 
     ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
     validates them; an algorithm that takes none of them says so (AlgorithmError)."""
-    from ccxml.algorithms import build
+    from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
-    prog = build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
+    prog = registry.build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
                  topology=topology, intra=intra, inter=inter, variant=variant)
     return prog.compile(target, merge_rcs=merge_rcs)
 
@@ -189,12 +189,12 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
 @click.command("list")
 def list_algorithms():
     """Show which collectives each algorithm supports."""
-    from ccxml.algorithms import available
-    mods = available()
+    from ccxml.algorithms import registry
+    found = registry.available()
     short = {"allreduce": "AR", "allgather": "AG", "reducescatter": "RS", "alltoall": "A2A",
              "alltoallv": "A2AV", "broadcast": "BC", "reduce": "RD", "gather": "GA", "scatter": "SC"}
-    width = max(len(n) for n in mods) + 2
+    width = max(len(n) for n in found) + 2
     click.echo(" " * width + " ".join(f"{short[c]:>4}" for c in COLL_NAMES))
-    for name, mod in mods.items():
-        marks = " ".join(f"{'x' if Coll(c) in mod.COLLECTIVES else '.':>4}" for c in COLL_NAMES)
+    for name, alg in found.items():
+        marks = " ".join(f"{'x' if Coll(c) in alg.builders else '.':>4}" for c in COLL_NAMES)
         click.echo(f"{name:<{width}}{marks}")

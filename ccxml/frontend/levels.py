@@ -20,7 +20,7 @@ from ccxml.frontend.executor import run
 from ccxml.frontend.lanes import Lanes
 from ccxml.tables import Table
 from ccxml.tables.plan import Copy, Reduce, Space, Where
-from ccxml.tables.schemes import INTER, SCHEMES
+from ccxml.tables.schemes import SCHEMES
 from ccxml.vocab.errors import AlgorithmError
 from ccxml.vocab.wire import Buffer, Coll
 
@@ -78,13 +78,6 @@ def allreduce(prog: Program, members: Sequence[int], scheme: str, lanes: Lanes, 
     copy_table(prog, members, (sc.ar_ag or sc.ag)(n), lanes, loc=loc)
 
 
-def choose(algorithm: str, flag: str, name: str, allowed: Sequence[str]) -> str:
-    """``name`` if it is one of ``allowed``; else AlgorithmError listing them (one line)."""
-    if name not in allowed:
-        raise AlgorithmError(f"{algorithm}: --{flag} must be one of {', '.join(allowed)}; got {name!r}")
-    return name
-
-
 def uniform_shape(name: str, p: int, topology) -> tuple[int, int]:
     """(S servers, M ranks per server) of a uniform topology for ``p`` ranks, or AlgorithmError."""
     if topology is None:
@@ -111,17 +104,15 @@ def servers_of(s_: int, m_: int) -> list[list[int]]:
     return [[s * m_ + i for i in range(m_)] for s in range(s_)]
 
 
-def two_level(name: str, p: int, topology, options: Options, *, intra: str,
-              intra_choices: Sequence[str], inter: str, units: Callable[[int, int], int] | None = None):
+def two_level(name: str, p: int, topology, options: Options, *,
+              units: Callable[[int, int], int] | None = None):
     """What a two-level AllReduce builder starts with: (Program, S, M, instances).
 
-    Checks the uniform S×M shape and the inner choices (``inter`` among :data:`INTER`), makes the
-    Program with ``units(S, M)`` units per instance (default S·M) that records the topology, and
-    gives, for each instance c of K = ``options.channels``, (input Space, output Space, Lanes).
+    Checks the uniform S×M shape, makes the Program with ``units(S, M)`` units per instance
+    (default S·M) that records the topology, and gives, for each instance c of K =
+    ``options.channels``, (input Space, output Space, Lanes).
     """
     s_, m_ = uniform_shape(name, p, topology)
-    choose(name, "intra", intra, intra_choices)
-    choose(name, "inter", inter, INTER)
     k_ = options.channels
     units = s_ * m_ if units is None else units(s_, m_)
     prog = program(name, Coll.ALLREDUCE, p, k_ * units, options, extra_attrs=topology_attrs(topology))
