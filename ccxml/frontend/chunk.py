@@ -47,7 +47,6 @@ from ccxml.vocab.wire import (
     COPY,
     CUSTOM_COLL,
     INPUT,
-    LINK_CALLS,
     OUTPUT,
     RECV,
     RECV_REDUCE_COPY,
@@ -58,7 +57,7 @@ from ccxml.vocab.wire import (
     Coll,
     Proto,
     StepType,
-    max_allowed_count,
+    message_cap,
 )
 from ccxml.writer.msccl import to_xml
 
@@ -278,14 +277,6 @@ def _gather(held, item):
     if held is item:
         return held
     return [held, item]
-
-
-def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
-    """Largest message (in chunks) that cannot wedge a link: one call less than the link buffers
-    (runtime §9.5: a receive-and-send needs room to send before it receives). With no upper
-    bound on the size (``max_bytes`` 0) a call moves one chunk, so messages are 1 chunk long."""
-    calls = LINK_CALLS[proto] - 1
-    return max(1, min(MAX_CNT, calls * max_allowed_count(proto, max_bytes, nchunksperloop)))
 
 
 #: the names a buffer goes by: the wire letters and the framework design's words
