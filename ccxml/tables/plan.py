@@ -57,9 +57,9 @@ class Reduce:
 
     ``owner(j)`` is the position that ends with block j (default j); its last receive of the block
     writes ``final`` (default ``acc``). With ``nblocks``, an owner that never receives one of
-    blocks 0 … nblocks−1 (a member alone) copies its own contribution there itself. With ``land(receiver,
-    sender, block, instance)`` the reduce is staged: each copy lands in its own slot and the
-    receiver then sums them locally, nearest sender first, into ``final``.
+    blocks 0 … nblocks−1 (a member alone) copies its own contribution there itself. With
+    ``land(receiver, sender, block, instance)`` the reduce is staged: each copy lands in its own
+    slot and the receiver then sums them locally, nearest sender first, into ``final``.
     """
 
     table: Table
