@@ -73,6 +73,8 @@ def _run(prog, phase, instances, members, channel, lanes, order, send, merge, ev
     inst = list(range(instances)) if isinstance(instances, int) else list(instances)
     chan = channel or _same
     placer = Directions(lanes) if isinstance(lanes, Lanes) else lanes
+    if placer is not None and len(inst) != 1:
+        raise AlgorithmError("internal: a lane plan serves one instance")
     n = len(members) if members is not None else prog.ngpus
     staged = isinstance(phase, Reduce) and phase.land is not None
     if order == "channels":
@@ -105,9 +107,9 @@ def _step(prog: Program, per_c: list, chan, placer, send: str, order: str) -> No
     if send == "exchange":
         _exchange(prog, per_c, chan)
         return
-    if placer is not None:           # lanes: the channel is the pass's, c a placeholder
+    if placer is not None:   # on lanes the threadblocks pass picks the channel: c is a placeholder
         lanes = placer.place(prog, [(s, d) if msgs else None for s, d, msgs in per_c[0][1]])
-        on = lambda s, d, c: c   # noqa: E731
+        on = _same
     else:
         lanes, on = None, chan
     if send == "interleave":
