@@ -18,6 +18,8 @@ from pathlib import Path
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
+
 from ccxml.loader.reader import load
 from ccxml.loader.rules import check
 
@@ -76,6 +78,7 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=here.parent / "shared" / "xml-corpus")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    announce(times_native=False)        # the loader is never compiled: a note, no refusal
 
     if args.corpus.is_dir():
         files = sorted(args.corpus.glob("*/*.xml"))

@@ -27,6 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from build_check import add_argument, announce  # noqa: E402 - benchmarks/build_check.py
 from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
 
 REPO = os.path.dirname(HERE)
@@ -114,7 +115,9 @@ def main() -> int:
     ap.add_argument("--msccl-python", action="append", default=[], metavar="[LABEL=]PATH")
     ap.add_argument("--repeat", type=int, default=3, help="runs per case up to 64 ranks (best shown)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before a run is stopped")
+    add_argument(ap)
     args = ap.parse_args()
+    announce(times_native=True, allow_pure=args.allow_pure)      # the ccxml its runs time
     print(calibration_line() + " (before)", flush=True)
     others = tools(args)
     ccxml_env = environment(REPO)

@@ -24,6 +24,7 @@ import time
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
 
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 from calibration import calibration_line  # noqa: E402
 
 from ccxml.cli.simulate import algorithm_schedule  # noqa: E402
@@ -49,6 +50,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args(argv)
+    announce(times_native=False)        # the simulator is never compiled: a note, no refusal
     print(calibration_line())
     for label, alg, coll, p, n, preset, nodes, target in CASES:
         sched = algorithm_schedule(alg, coll, p, target=target, max_bytes=n)

@@ -4,9 +4,11 @@
     python benchmarks/bench_passes.py pairwise --coll alltoall --ranks 256 --target legacy
 
 Builds the schedule ``--repeat`` times (best CPU time of each stage counts: the machine may be
-busy) and prints, per stage — the Chunk API build, every pass ``compile_algo`` runs for the
-target (``ccxml.passes.pipeline``), and the XML writer — its CPU seconds and µs per issued step.
-The cyclic GC is paused as in ``ccxml generate``.
+busy) and prints, per stage — the Chunk API build, every pass of the target's pipeline
+(``ccxml.passes.pipeline``, timed by its hook, :class:`ccxml.passes.timing.PassTimer`), and the
+XML writer — its CPU seconds and µs per issued step, after the build it runs (refusing pure
+Python by mistake: see benchmarks/build_check.py) and beside the calibration line. The cyclic
+GC is paused as in ``ccxml generate``.
 """
 from __future__ import annotations
 
@@ -14,13 +16,16 @@ import argparse
 import gc
 import os as _os
 import sys as _sys
-import time
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
+
+from build_check import add_argument, announce  # noqa: E402 - benchmarks/build_check.py
+from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
 
 from ccxml.algorithms import build
 from ccxml.frontend.algorithm import Options
 from ccxml.passes import pipeline
+from ccxml.passes.timing import PassTimer
 from ccxml.vocab.wire import profile
 from ccxml.writer.msccl import to_xml
 
@@ -32,26 +37,25 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=256)
     ap.add_argument("--target", default="exec")
     ap.add_argument("--repeat", type=int, default=2)
+    add_argument(ap)
     args = ap.parse_args()
-    prof = profile(args.target)
+    announce(times_native=True, allow_pure=args.allow_pure)
+    passes = pipeline(profile(args.target))
     gc.disable()
     best: dict[str, float] = {}
     issued = 0
-
-    def timed(name, fn):
-        t0 = time.process_time()
-        out = fn()
-        best[name] = min(best.get(name, float("inf")), time.process_time() - t0)
-        return out
-
     for _ in range(args.repeat):
-        prog = timed("build (Chunk API)",
-                     lambda: build(args.algorithm, args.coll, args.ranks, options=Options()))
+        timer = PassTimer()
+        prog = build(args.algorithm, args.coll, args.ranks, options=Options())
+        timer.lap("build (Chunk API)")
         algo = prog.algo
         issued = sum(len(g.pending) for g in algo.gpus)
-        for name, run in pipeline(prof):
-            timed(name, lambda: run(algo))  # noqa: F821 - run at once, before the del below
-        timed("writer", lambda: to_xml(algo, args.target))  # noqa: F821
+        timer.restart()
+        passes.run(algo, hook=timer)
+        to_xml(algo, args.target)
+        timer.lap("writer")
+        for lap in timer.laps:
+            best[lap.name] = min(best.get(lap.name, float("inf")), lap.cpu)
         del prog, algo
         gc.collect()
     print(f"{args.algorithm} {args.coll}, {args.ranks} ranks, target {args.target}: "
@@ -60,6 +64,7 @@ def main() -> None:
         print(f"  {name:<20} {sec:7.3f} s  {sec / max(issued, 1) * 1e6:6.2f} µs/step")
     total = sum(best.values())
     print(f"  {'total':<20} {total:7.3f} s  {total / max(issued, 1) * 1e6:6.2f} µs/step")
+    print(calibration_line())
 
 
 if __name__ == "__main__":

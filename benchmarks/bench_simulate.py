@@ -17,6 +17,8 @@ from pathlib import Path
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
+
 from ccxml.cli.simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule
 from ccxml.topology.model import Topology
@@ -37,6 +39,7 @@ def bench(label: str, sched, repeat: int = 3) -> None:
 
 
 def main() -> None:
+    announce(times_native=False)        # the simulator is never compiled: a note, no refusal
     for p, ch in ((8, 1), (32, 1), (32, 16)):
         sched = algorithm_schedule("ring", "allreduce", p, target="legacy", channels=ch)
         bench(f"ring allreduce p={p} channels={ch}", sched)

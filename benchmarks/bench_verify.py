@@ -32,6 +32,7 @@ from pathlib import Path
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
 
 from ccxml.interpreter import verify
@@ -122,6 +123,7 @@ def main() -> None:
                     help="a one-TB-per-GPU ring written as text instead of the generator's file")
     ap.add_argument("--repeat", type=int, default=1, help="runs per file; the fastest is shown")
     args = ap.parse_args()
+    announce(times_native=False)        # the interpreter is never compiled: a note, no refusal
     if not args.default_malloc:
         from ccxml.cli.app import keep_freed_memory
         tuned = keep_freed_memory()

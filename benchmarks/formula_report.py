@@ -20,6 +20,8 @@ import time
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
+
 from ccxml.algorithms import build
 from ccxml.cli.simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule
@@ -34,6 +36,7 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=1e-9)
     ap.add_argument("--gamma", type=float, default=3e-10)
     args = ap.parse_args()
+    announce(times_native=False)        # figures of the simulator, not times
     lo, _, hi = args.p.partition("-")
     prange = range(int(lo), int(hi or lo) + 1)
     topo = Topology.flat(args.alpha, args.beta, args.gamma)

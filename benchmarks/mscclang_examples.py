@@ -20,6 +20,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 
 #: script -> (arguments, target): custom collectives load only in the legacy runtime
 EXAMPLES = {
@@ -92,6 +94,7 @@ def main() -> int:
     ap.add_argument("--examples", required=True, help="msccl-tools' examples/mscclang folder")
     ap.add_argument("--only", default=None, help="comma-separated scripts to run")
     args = ap.parse_args()
+    announce(times_native=False)        # it proves files; its times are only for information
     folder = os.path.abspath(args.examples)
     if not os.path.isdir(folder):
         print(f"mscclang_examples: {folder} is not a folder", file=sys.stderr)

@@ -18,7 +18,9 @@ import sys as _sys
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
-from ccxml.algorithms import registry
+from build_check import announce  # noqa: E402 - benchmarks/build_check.py
+
+from ccxml.algorithms import registry  # noqa: E402
 from ccxml.cli.generate import generate_text
 from ccxml.topology.model import Topology
 
@@ -42,6 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the large cases")
     args = ap.parse_args()
+    announce(times_native=False, stream=_sys.stderr)     # stdout is the hashes, to diff
     for alg in FLAT:
         for coll in registry.get(alg).builders:
             for p in RANKS:

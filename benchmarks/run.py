@@ -5,6 +5,10 @@ counts. Exits 1 when a target is missed by more than 50% (machines are noisy).
 
     python benchmarks/run.py            # all cases
     python benchmarks/run.py --quick    # skip the 1024-rank case
+
+It first says which ccxml the cases run and refuses (exit 2) to time a checkout whose native
+modules do not all run compiled, unless CCXML_PURE=1 or --allow-pure says so on purpose
+(benchmarks/build_check.py).
 """
 from __future__ import annotations
 
@@ -17,11 +21,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from build_check import add_argument, announce  # noqa: E402 - benchmarks/build_check.py
 from calibration import calibration_line  # noqa: E402 - benchmarks/calibration.py
 
 REPO = os.path.dirname(HERE)
 PY = sys.executable
-#: every case runs this checkout's ccxml (compiled in place by ``pip install -e .``, else pure)
+#: every case runs this checkout's ccxml (compiled in place by ``pip install -e .`` or
+#: ``python setup.py build_ext --inplace``; run.py refuses to time it pure by mistake)
 ENV = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 RATE_SNIPPET = """
@@ -74,11 +80,11 @@ def case(name: str, cmd: list[str], target_s: float, target_mb: float | None, mi
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the 1024-rank case")
+    add_argument(ap)
     args = ap.parse_args()
+    announce(times_native=True, allow_pure=args.allow_pure)      # the checkout the cases run
     misses: list[str] = []
     gen = [PY, "-m", "ccxml", "generate"]
-    version = subprocess.run([PY, "-m", "ccxml", "--version"], capture_output=True, text=True, env=ENV)
-    print(version.stdout.strip() or version.stderr.strip())
     print(calibration_line(), "(before)", flush=True)
     case("ccxml generate ring --ranks 8", gen + ["ring", "--ranks", "8"], 0.3, None, misses)
     case("ring allreduce, 64 ranks", gen + ["ring", "--ranks", "64"], 0.3, None, misses)

@@ -1,6 +1,7 @@
 """Shared test fixtures: paths, the XML schema, the corpus folder."""
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -25,3 +26,14 @@ def corpus() -> Path:
     if not (CORPUS / "INDEX.md").is_file():
         pytest.skip(f"xml corpus not found at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collector_left_on():
+    """A test must not leave the cyclic garbage collector off for the tests after it (as
+    ``ccxml.cli.app.main`` does for its one-shot process: run the CLI with tests/helpers/
+    in_process.py instead)."""
+    yield
+    if not gc.isenabled():
+        gc.enable()
+        pytest.fail("the test left the garbage collector disabled")

@@ -1,6 +1,6 @@
 """The ``ccxml`` command line (click).
 
-Each sub-command lives in its own ``ccxml.commands_*`` module and is imported only when it is
+Each sub-command lives in its own module of this package (:data:`COMMANDS`) and is imported only when it is
 run, so that ``ccxml generate`` does not pay for the interpreter or the simulator.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ COMMANDS = {
     "tune": ("ccxml.cli.tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
     "topology": ("ccxml.cli.topology", "topology", "Show the topology model (presets, files)."),
     "mscclang": ("ccxml.cli.mscclang", "mscclang", "Compile an msccl-tools (MSCCLang) script, unchanged."),
+    "run": ("ccxml.cli.run", "run", "Execute a schedule on MPI processes (mpiexec -n P ccxml run FILE)."),
 }
 
 #: commands that build and drop many schedules in one process keep the cyclic garbage collector
@@ -47,6 +48,26 @@ def keep_freed_memory() -> bool:
 
 
 class LazyGroup(click.Group):
+    """The ``ccxml`` group: commands are imported when run, and run as a program (click's
+    standalone mode) a usage error or ClickException is one line ``ccxml: ...`` on stderr and
+    exit code 2 (printed by rank 0 only under ``mpiexec ... ccxml run``), never click's usage
+    block or a traceback; an abort exits 130."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name or "ccxml", complete_var, False, **extra)
+        except click.exceptions.Abort:
+            click.echo("ccxml: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as e:          # UsageError included
+            if _secondary_rank(sys.argv[1:] if args is None else list(args)):
+                sys.exit(0)
+            click.echo(f"ccxml: {e.format_message()}", err=True)
+            sys.exit(2)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def list_commands(self, ctx):
         return list(COMMANDS)
 
@@ -90,25 +111,28 @@ def cli():
 
 
 def main(argv=None):
-    """Entry point: usage errors and ClickExceptions exit 2 with one line, never a traceback."""
+    """Entry point of a ``ccxml`` process: :data:`cli` as a program (exits; usage errors exit 2
+    with one line, see :class:`LazyGroup`), with the process-wide settings of a one-shot run.
+
+    Those settings stay for the rest of the process: tests run :data:`cli` in-process with
+    click's ``CliRunner`` instead, and this function in a subprocess."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args[0] not in MANY_SCHEDULES:
         # generate / verify / simulate build one large object graph that lives until exit: the
         # cyclic collector would only traverse it again and again (~40% of generation time)
         gc.disable()
         keep_freed_memory()
-    try:
-        rv = cli.main(args=argv, prog_name="ccxml", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("ccxml: aborted", err=True)
-        sys.exit(130)
-    except click.exceptions.UsageError as e:
-        click.echo(f"ccxml: {e.format_message()}", err=True)
-        sys.exit(2)
-    except click.ClickException as e:
-        click.echo(f"ccxml: {e.format_message()}", err=True)
-        sys.exit(2)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    cli.main(args=args, prog_name="ccxml")
+
+
+def _secondary_rank(args) -> bool:
+    """True in the processes other than rank 0 of ``mpiexec -n P ccxml run ...``: they leave a
+    bad command line to rank 0, which prints it once (mpiexec then exits 2); exiting non-zero
+    themselves could make mpiexec kill rank 0 before it has printed."""
+    if not args or args[0] != "run":
+        return False
+    from ccxml.cli.run import launch_rank
+    return bool(launch_rank())
 
 
 def run_script(name: str) -> None:

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from ccxml.vocab.wire import PROFILES, Coll, Proto
+from ccxml.passes.pipeline import PASS_NAMES, pipeline
+from ccxml.vocab.wire import PROFILES, Coll, Proto, profile
 
 COLL_NAMES = [c.value for c in Coll]
 
@@ -25,18 +26,25 @@ def _fail(message: str):
     raise click.ClickException(message)
 
 
-def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec", root=None,
-                  counts=None, topology=None, merge_rcs: bool = True, intra: str | None = None,
-                  inter: str | None = None, variant: str | None = None, **options):
-    """Build and compile; returns the compiled Algo. Raises ValueError subclasses.
+def build_program(algorithm: str, coll: str, ranks: int, *, root=None, counts=None,
+                  topology=None, intra: str | None = None, inter: str | None = None,
+                  variant: str | None = None, **options):
+    """Build (not compile) the Program. Raises ValueError subclasses.
 
     ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
     validates them; an algorithm that takes none of them says so (AlgorithmError)."""
     from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
-    prog = registry.build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
-                 topology=topology, intra=intra, inter=inter, variant=variant)
-    return prog.compile(target, merge_rcs=merge_rcs)
+    return registry.build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
+                          topology=topology, intra=intra, inter=inter, variant=variant)
+
+
+def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec",
+                  merge_rcs: bool = True, hook=None, **kwargs):
+    """:func:`build_program`, then compile (``hook(pass, algo)`` after each pass); returns the
+    compiled Algo. Raises ValueError subclasses."""
+    prog = build_program(algorithm, coll, ranks, **kwargs)
+    return prog.compile(target, merge_rcs=merge_rcs, hook=hook)
 
 
 def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", **kwargs):
@@ -118,11 +126,25 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
 @click.option("--intra", default=None, metavar="ALG", help=INTRA_HELP)
 @click.option("--inter", default=None, metavar="ALG", help=INTER_HELP)
 @click.option("--variant", default=None, metavar="V", help=VARIANT_HELP)
+@click.option("--time-passes", is_flag=True,
+              help="Print CPU time and memory of the build, each pass and the writer to stderr.")
+@click.option("--dump-after", multiple=True, metavar="PASS",
+              help="Print the IR after PASS, one line per step (repeatable). Passes: "
+                   + ", ".join(PASS_NAMES) + ".")
+@click.option("--dump-to", default="-", show_default=True, metavar="PATH",
+              help="Where --dump-after writes: - for stdout, or a file.")
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
              counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
-             preset=None, nodes=None, intra=None, inter=None, variant=None, quiet=False):
+             preset=None, nodes=None, intra=None, inter=None, variant=None, quiet=False,
+             time_passes=False, dump_after=(), dump_to="-"):
     """Generate ALGORITHM's MSCCL XML for a collective."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
+    _check_dump_after(dump_after, target, no_fuse)
+    timer = None
+    if time_passes:
+        from ccxml.passes.timing import PassTimer
+        timer = PassTimer()
+    dumps: list[str] = []               # --dump-after sections, for a --dump-to file
     ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file,
                                         preset, nodes)
     if ranks is None:
@@ -141,13 +163,38 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         root = 0
     where = ("stdout" if output == "-"
              else output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml"))
+
+    def after_pass(ps, algo):
+        if timer is not None:
+            timer.lap(ps.name)
+        if ps.name in dump_after:
+            from ccxml.ir.printer import format_ir
+            text = "".join(line + "\n" for line in format_ir(algo, f"after {ps.name}"))
+            if dump_to == "-":
+                sys.stdout.write(text)
+            else:
+                dumps.append(text)
+            if timer is not None:
+                timer.lap(f"(--dump-after {ps.name})")
+
+    from ccxml.writer.files import write_atomic
     try:
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
-            algo = generate_algo(algorithm, coll, ranks, target=target, root=root, counts=matrix,
-                                 topology=topology, merge_rcs=not no_fuse, intra=intra, inter=inter,
-                                 variant=variant, channels=channels, proto=proto,
-                                 inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
-            from ccxml.writer.files import write_atomic
+            prog = build_program(algorithm, coll, ranks, root=root, counts=matrix,
+                                 topology=topology, intra=intra, inter=inter, variant=variant,
+                                 channels=channels, proto=proto, inplace=inplace,
+                                 min_bytes=min_bytes, max_bytes=max_bytes)
+            if timer is not None:
+                timer.lap("build (Chunk API)")
+            try:
+                algo = prog.compile(target, merge_rcs=not no_fuse,
+                                    hook=after_pass if timer or dump_after else None)
+            finally:
+                if dumps:                       # also when a later pass failed
+                    try:
+                        write_atomic(dump_to, dumps)
+                    except OSError as e:
+                        _fail(f"cannot write {dump_to}: {e.strerror}")
             from ccxml.writer.msccl import to_xml, xml_parts
             if output == "-":
                 source = to_xml(algo, target)   # kept for --verify
@@ -159,6 +206,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                     write_atomic(where, xml_parts(algo, target))
                 except OSError as e:
                     _fail(f"cannot write {where}: {e.strerror}")
+            if timer is not None:
+                timer.lap("writer")
             bar.update(1)
     except ValueError as e:
         _fail(str(e))
@@ -180,10 +229,25 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                     sys.exit(1)
             report = run_verify(source, target=target, root=root, counts=matrix)
             bar.update(1)
+        if timer is not None:
+            timer.lap("verify")
         if not report.ok:
             click.echo(f"FAIL {where}: {report.first_reason}", err=True)
             sys.exit(1)
         click.echo(f"PASS {where}", err=output == "-")
+    if timer is not None:
+        click.echo(timer.table(f"{algorithm} {coll}, {ranks} ranks, target {target}"), err=True)
+
+
+def _check_dump_after(names, target: str, no_fuse: bool) -> None:
+    """One line and exit 2 for a --dump-after pass that does not exist or does not run here."""
+    runs = pipeline(profile(target), merge_rcs=not no_fuse).names
+    for name in names:
+        if name not in PASS_NAMES:
+            _fail(f"--dump-after: unknown pass {name!r}; passes: {', '.join(PASS_NAMES)}")
+        if name not in runs:
+            _fail(f"--dump-after {name}: that pass does not run for target {target}"
+                  f"{' with --no-fuse' if no_fuse else ''}; it runs {', '.join(runs)}")
 
 
 @click.command("list")

@@ -73,7 +73,8 @@ def _fail(message: str):
     raise click.ClickException(message)
 
 
-def _sizes(nbytes, minbytes, maxbytes, factor) -> list[int]:
+def _sizes(nbytes, minbytes, maxbytes, factor, default_max: int = 1 << 30) -> list[int]:
+    """``--bytes`` or the ``-b/-e/-f`` sweep (default 1K to ``default_max``) as byte counts."""
     from ccxml.vocab.errors import SizeError
     from ccxml.vocab.sizes import parse_size, size_range
     try:
@@ -86,7 +87,7 @@ def _sizes(nbytes, minbytes, maxbytes, factor) -> list[int]:
         if lo is None:
             lo = min(1 << 10, hi) if hi is not None else 1 << 10
         if hi is None:
-            hi = max(1 << 30, lo)
+            hi = max(default_max, lo)
         return size_range(lo, hi, factor)
     except SizeError as e:
         raise click.UsageError(str(e)) from None

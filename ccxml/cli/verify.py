@@ -2,7 +2,9 @@
 
 One line per file (``PASS path (stats)`` or ``FAIL path: first reason``); exit 0 if all pass,
 1 if any fails, 2 for unusable input (a file that cannot be read or parsed, bad options).
-``--json`` prints the full reports instead.
+``--json`` prints the full reports instead; ``--strict`` fails a file on warnings too;
+``--junit OUT.xml`` also writes the verdicts as a JUnit report (written whole or not at all,
+also when an unusable file stops the run).
 """
 from __future__ import annotations
 
@@ -37,35 +39,64 @@ def _load_counts(path: str):
               help="Check only this call form (default: every form the file declares).")
 @click.option("--counts", "counts_path", type=click.Path(dir_okay=False), default=None,
               help="alltoallv: CSV matrix of chunk counts M[i][j] sent from rank i to rank j.")
+@click.option("--strict", is_flag=True,
+              help="Fail a file on any warning too (a dependency released late, no postcondition verdict, ...).")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML report to this file: one test case per file, for CI dashboards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full reports as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def verify(files, target, coll, root, inplace, counts_path, as_json, quiet):
+def verify(files, target, coll, root, inplace, counts_path, strict, junit_path, as_json, quiet):
     """Load and prove MSCCL XML FILES: deadlocks, races, postconditions, loader rules."""
     from ccxml.interpreter import verify as run_verify
+    from ccxml.interpreter.junit import Unusable
 
     counts = _load_counts(counts_path) if counts_path else None
     from ccxml.cli.progress import Progress
 
-    reports = []
+    results = []            # a Report, or an Unusable that ends the run (exit 2)
     with Progress(len(files), "verifying", quiet=quiet, delay=1.0) as bar:   # a terminal only
         for path in files:
             bar.update(0, os.path.basename(path))
-            if not os.path.isfile(path):
-                raise click.UsageError(f"{path}: no such file")
-            try:
-                rep = run_verify(path, target=target, coll=coll, root=root, inplace=inplace, counts=counts)
-            except OSError as e:
-                raise click.UsageError(f"{path}: {e.strerror or e}") from None
-            except ValueError as e:          # LoadError and friends: unusable input
-                msg = str(e)
-                raise click.UsageError(msg if path in msg else f"{path}: {msg}") from None
-            reports.append(rep)
+            rep = _verify_one(run_verify, path, target=target, coll=coll, root=root, inplace=inplace,
+                              counts=counts)
+            results.append(rep)
+            if isinstance(rep, Unusable):
+                break
             if not as_json:
-                if rep.ok:
+                fails = rep.failures(strict)
+                if not fails:
                     bar.echo(f"PASS {path} ({rep.summary()})")
                 else:
-                    bar.echo(f"FAIL {path}: {rep.first_reason}")
+                    how = "" if fails[0].severity == "error" else " [a warning; --strict fails it]"
+                    bar.echo(f"FAIL {path}: {fails[0]}{how}")
             bar.update(1)
+    if junit_path:
+        _write_junit(junit_path, results, strict, target)
+    if isinstance(results[-1], Unusable):
+        raise click.UsageError(results[-1].reason)
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in reports], indent=2))
-    return 0 if all(r.ok for r in reports) else 1
+        click.echo(json.dumps([r.to_dict(strict) for r in results], indent=2))
+    return 0 if all(r.passes(strict) for r in results) else 1
+
+
+def _verify_one(run_verify, path: str, **options):
+    """The Report for ``path``, or an Unusable when the file cannot be read or parsed."""
+    from ccxml.interpreter.junit import Unusable
+    if not os.path.isfile(path):
+        return Unusable(path, f"{path}: no such file")
+    try:
+        return run_verify(path, **options)
+    except OSError as e:
+        return Unusable(path, f"{path}: {e.strerror or e}")
+    except ValueError as e:          # LoadError and friends: unusable input
+        msg = str(e)
+        return Unusable(path, msg if path in msg else f"{path}: {msg}")
+
+
+def _write_junit(path: str, results: list, strict: bool, target: str) -> None:
+    from ccxml.interpreter.junit import junit_xml
+    from ccxml.writer.files import write_atomic
+    try:
+        write_atomic(path, junit_xml(results, strict=strict, target=target))
+    except OSError as e:
+        raise click.UsageError(f"--junit {path}: cannot write: {e.strerror or e}") from None

@@ -650,14 +650,16 @@ class Program:
             self._round_last[gpu.id] = list(last.values())
 
     # ---- compilation --------------------------------------------------------------------
-    def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True) -> Algo:
-        """Run the passes once (thread blocks, order, fusion, profile limits, dependencies)."""
+    def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True,
+                hook=None) -> Algo:
+        """Run the passes once (thread blocks, order, fusion, profile limits, dependencies);
+        ``hook(pass, algo)`` is called after each (:meth:`ccxml.passes.Pipeline.run`)."""
         if not self._compiled:
             if self._ends:
                 self._match_ends()
             self._compiled = _FAILED                 # until the passes have all run
             self._writer = self._readers = None      # the access tables are done with
-            compile_algo(self.algo, target=target, merge_rcs=merge_rcs, sort=sort)
+            compile_algo(self.algo, target=target, merge_rcs=merge_rcs, sort=sort, hook=hook)
             self._compiled = target
         elif self._compiled is _FAILED:
             raise ChunkError("an earlier compile() of this program failed; build it again")

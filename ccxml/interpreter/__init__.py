@@ -21,7 +21,7 @@ import gc
 import os
 import time
 
-from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, replay, run
+from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, leftover_finding, replay, run
 from ccxml.interpreter.levels import prove
 from ccxml.interpreter.postcondition import check as check_postcondition
 from ccxml.interpreter.program import NotExecutable, lower, place
@@ -208,11 +208,7 @@ def _form_findings(prog, collective, data_res, out: list, stats: dict, label: st
              link_calls=prog.cap, max_allowed_count=prog.max_allowed, tracked=prog.ntracked,
              races=data_res.races, completed=data_res.completed)
     if data_res.completed:
-        for k, n in data_res.leftover:
-            ln = prog.links[k]
-            tb = prog.tbs[(ln.receivers or ln.senders)[0]]
-            out.append(Finding("leftover-message", f"{n} message(s) left on link {ln.name()} at the end: "
-                               "sent but never received", gpu=tb.gpu, tb=tb.id))
+        out.extend(leftover_finding(prog, k, n) for k, n in data_res.leftover)
         if collective is not None:
             post, counts = check_postcondition(prog, data_res)
             out.extend(post)

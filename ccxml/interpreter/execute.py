@@ -683,3 +683,11 @@ def deadlock_findings(prog: Program, res, code: str, note: str) -> list[Finding]
             out.append(Finding(code, f"{note}{desc}, {end}", gpu=tbs[t0_].gpu,
                                tb=tbs[t0_].id, step=S[res.pcs[t0_]]))
     return out
+
+
+def leftover_finding(prog: Program, link: int, n: int) -> Finding:
+    """``n`` messages sent on link ``link`` that no step received."""
+    ln = prog.links[link]
+    tb = prog.tbs[(ln.receivers or ln.senders)[0]]
+    return Finding("leftover-message", f"{n} message(s) left on link {ln.name()} at the end: "
+                   "sent but never received", gpu=tb.gpu, tb=tb.id)

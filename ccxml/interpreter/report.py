@@ -28,6 +28,10 @@ class Report:
         return [f for f in self.findings if f.severity == "error"]
 
     @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity != "error"]
+
+    @property
     def ok(self) -> bool:
         """True iff no finding is an error (warnings such as ``no-postcondition`` do not fail)."""
         return not self.errors
@@ -36,6 +40,15 @@ class Report:
     def first_reason(self) -> str | None:
         errs = self.errors
         return str(errs[0]) if errs else None
+
+    def failures(self, strict: bool = False) -> list[Finding]:
+        """The findings that fail the file: its errors, and with ``strict`` its warnings too
+        (``ccxml verify --strict``: a dependency released late, a file with no postcondition
+        verdict, ... fail)."""
+        return list(self.findings) if strict else self.errors
+
+    def passes(self, strict: bool = False) -> bool:
+        return not self.failures(strict)
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
@@ -51,6 +64,8 @@ class Report:
         parts.append(f"{s.get('time_s', 0):.3f}s")
         return ", ".join(parts)
 
-    def to_dict(self) -> dict:
-        return {"path": self.path, "ok": self.ok, "first_reason": self.first_reason,
-                "findings": [f.to_dict() for f in self.findings], "stats": self.stats}
+    def to_dict(self, strict: bool = False) -> dict:
+        """The report as JSON data; with ``strict``, ``ok`` and ``first_reason`` count warnings."""
+        fails = self.failures(strict)
+        return {"path": self.path, "ok": not fails, "first_reason": str(fails[0]) if fails else None,
+                "strict": strict, "findings": [f.to_dict() for f in self.findings], "stats": self.stats}

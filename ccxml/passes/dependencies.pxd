@@ -7,3 +7,5 @@ cpdef build_gpu_dependencies(GPU gpu)
 
 @cython.locals(tb=TB, dtb=TB, d=Step, cur=Step, best=dict)
 cpdef list _targets(Step st)
+
+cpdef bint reduce_fuses(Step prev, Step st) except -1

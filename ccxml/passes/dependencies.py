@@ -95,14 +95,20 @@ def _targets(st: Step) -> list[Step]:
     return sorted(best.values(), key=_target_order)
 
 
+def reduce_fuses(prev: Step | None, st: Step) -> bool:
+    """Whether the runtime fuses the ``re`` step ``st`` into the run of ``re`` steps ending at
+    ``prev``, the step before it in its TB: same destination, same source buffer, ``st`` waits
+    on nothing and nothing waits on ``prev``."""
+    return (prev is not None and st.type is REDUCE and prev.type is REDUCE
+            and st.dep is None and not prev.hasdep and st.dst == prev.dst
+            and st.src[0] == prev.src[0])
+
+
 def _cap_reduce_chains(tb) -> None:
     run = 0
     prev: Step | None = None
     for st in tb.steps:
-        fuses = (prev is not None and st.type is REDUCE and prev.type is REDUCE
-                 and st.dep is None and not prev.hasdep and st.dst == prev.dst
-                 and st.src[0] == prev.src[0])
-        run = run + 1 if fuses else (1 if st.type is REDUCE else 0)
+        run = run + 1 if reduce_fuses(prev, st) else (1 if st.type is REDUCE else 0)
         if run == MAX_REDUCE_FUSION:
             st.publish = True
             run = 0

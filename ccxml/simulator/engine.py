@@ -66,37 +66,8 @@ from ccxml.loader.model import Schedule
 from ccxml.simulator.flows import FlowNetwork
 from ccxml.topology.model import INTER, INTRA, Topology
 from ccxml.vocab.errors import SimulationError
+from ccxml.vocab.sizes import BUSBW_FACTORS, busbw_factor, chunk_bytes
 from ccxml.vocab.wire import StepType
-
-#: collectives whose nccl-tests byte count is ngpus × the runtime's buffer (gather: the root's
-#: receive buffer; scatter: the root's send buffer)
-_PER_RANK_BUFFER = {"gather", "scatter"}
-
-#: nccl-tests bus-bandwidth factors, as functions of p
-BUSBW_FACTORS = {
-    "allreduce": lambda p: 2 * (p - 1) / p,
-    "allgather": lambda p: (p - 1) / p,
-    "reducescatter": lambda p: (p - 1) / p,
-    "alltoall": lambda p: (p - 1) / p,
-    "alltoallv": lambda p: (p - 1) / p,
-    "gather": lambda p: (p - 1) / p,
-    "scatter": lambda p: (p - 1) / p,
-    "broadcast": lambda p: 1.0,
-    "reduce": lambda p: 1.0,
-}
-
-
-def busbw_factor(coll: str, p: int) -> float:
-    """nccl-tests' bus-bandwidth factor for ``coll`` on ``p`` ranks (1 for unknown collectives)."""
-    f = BUSBW_FACTORS.get(coll)
-    return f(p) if f is not None and p > 0 else 1.0
-
-
-def chunk_bytes(coll: str, nbytes: float, nchunksperloop: int, ngpus: int) -> float:
-    """Bytes in one chunk when the collective moves ``nbytes`` (nccl-tests convention)."""
-    mult = ngpus if coll in _PER_RANK_BUFFER else 1
-    return nbytes / (nchunksperloop * mult)
-
 
 # ---- result types ----------------------------------------------------------------------------
 

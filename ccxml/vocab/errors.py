@@ -64,6 +64,10 @@ class SimulationError(CcxmlError):
     """The schedule cannot be simulated (malformed step, unmatched receive, deadlock, ...)."""
 
 
+class ExecutionError(CcxmlError):
+    """``ccxml run`` cannot start: no MPI, a process count that is not the file's ngpus, ..."""
+
+
 # ---- front ends ---------------------------------------------------------------------------
 class MSCCLangError(CcxmlError):
     """An MSCCLang program cannot run: a feature ccxml does not serve, a call MSCCLang itself

@@ -1,5 +1,7 @@
 """Message sizes the way nccl-tests reads them: ``1K`` = 1024 bytes, ``8M``, ``1G``; sweeps
-``-b MIN -e MAX -f FACTOR`` multiply by FACTOR from MIN until MAX is passed."""
+``-b MIN -e MAX -f FACTOR`` multiply by FACTOR from MIN until MAX is passed; what a size means
+per collective (:func:`chunk_bytes`) and nccl-tests' bus-bandwidth factors, which the simulator
+and the executor both report."""
 from __future__ import annotations
 
 from ccxml.vocab.errors import SizeError
@@ -53,3 +55,38 @@ def format_size(n: float) -> str:
         if n >= u and n % u == 0:
             return f"{n // u}{unit}"
     return str(n)
+
+
+#: collectives whose nccl-tests byte count is ngpus × the runtime's buffer (gather: the root's
+#: receive buffer; scatter: the root's send buffer)
+_PER_RANK_BUFFER = {"gather", "scatter"}
+
+#: nccl-tests bus-bandwidth factors, as functions of p
+BUSBW_FACTORS = {
+    "allreduce": lambda p: 2 * (p - 1) / p,
+    "allgather": lambda p: (p - 1) / p,
+    "reducescatter": lambda p: (p - 1) / p,
+    "alltoall": lambda p: (p - 1) / p,
+    "alltoallv": lambda p: (p - 1) / p,
+    "gather": lambda p: (p - 1) / p,
+    "scatter": lambda p: (p - 1) / p,
+    "broadcast": lambda p: 1.0,
+    "reduce": lambda p: 1.0,
+}
+
+
+def busbw_factor(coll: str, p: int) -> float:
+    """nccl-tests' bus-bandwidth factor for ``coll`` on ``p`` ranks (1 for unknown collectives)."""
+    f = BUSBW_FACTORS.get(coll)
+    return f(p) if f is not None and p > 0 else 1.0
+
+
+def chunk_bytes(coll: str, nbytes: float, nchunksperloop: int, ngpus: int) -> float:
+    """Bytes in one chunk when the collective moves ``nbytes`` (nccl-tests convention).
+
+    ``nbytes`` is nccl-tests' size: allreduce, broadcast, reduce: the buffer; allgather: the
+    output; reducescatter: the input; alltoall(v): the total send buffer (the runtime's
+    ``count·sizeMultiplier``, msccl-runtime.md §6); gather/scatter: the root's whole buffer,
+    ngpus × the runtime's."""
+    mult = ngpus if coll in _PER_RANK_BUFFER else 1
+    return nbytes / (nchunksperloop * mult)

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 from dataflow_rounds import depth, every_block_takes_every_step, flat_steps
+from in_process import ccxml
 
 from ccxml.algorithms import get
 from ccxml.frontend.algorithm import AlgorithmError, Options
@@ -93,7 +94,7 @@ def test_every_inner_choice_verifies_and_takes_the_reference_rounds(name):
             assert 0 < measured <= want, f"{name} {s}x{m} {kw}: {measured} rounds > reference {want}"
 
 
-def test_rccl_limit_error_says_so(capsys):
+def test_rccl_limit_error_says_so():
     """More thread blocks than RCCL allows: the error names the profile and its limit, and the
     same schedule compiles for exec."""
     from ccxml.passes import LimitError
@@ -103,7 +104,7 @@ def test_rccl_limit_error_says_so(capsys):
         with pytest.raises(LimitError, match="thread blocks; the rccl limit is 64"):
             build().to_xml("rccl")
         assert "<algo" in build().to_xml("exec")
-    code, _, err = run(capsys, "generate", "2d-ring", "--servers", "4", "--ranks-per-server", "4",
+    code, _, err = run("generate", "2d-ring", "--servers", "4", "--ranks-per-server", "4",
                        "--channels", "8", "--target", "rccl", "-o", "-")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "the rccl limit is 64" in err and "--target exec" in err
@@ -138,9 +139,9 @@ def test_bad_shapes_are_clear_errors(name):
     (["2d-torus", "--servers", "2", "--ranks-per-server", "2", "--groups", "2,2"], "give only one of"),
     (["2d-torus", "--ranks", "4"], "2d-torus needs a topology"),
 ])
-def test_cli(tmp_path, capsys, args, message):
+def test_cli(tmp_path, args, message):
     out = tmp_path / "x.xml"
-    code, stdout, stderr = run(capsys, "generate", *args, "-o", str(out), "--verify")
+    code, stdout, stderr = run("generate", *args, "-o", str(out), "--verify")
     if message is None:
         assert code in (0, None), stderr
         assert "PASS" in stdout and 'topology="' in out.read_text()
@@ -151,22 +152,15 @@ def test_cli(tmp_path, capsys, args, message):
         assert not out.exists()
 
 
-def run(capsys, *argv):
-    from ccxml.cli.app import main
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
+def run(*argv):
+    return ccxml(*argv)
 
 
-def test_topology_file(tmp_path, capsys):
+def test_topology_file(tmp_path):
     f = tmp_path / "t.toml"
     f.write_text("servers = 2\nranks_per_server = 3\n[intra]\nalpha = 1e-6\n[inter]\nalpha = 5e-6\n")
     out = tmp_path / "x.xml"
-    code, stdout, stderr = run(capsys, "generate", "2d-torus", "--topology", str(f), "-o", str(out), "--verify")
+    code, stdout, stderr = run("generate", "2d-torus", "--topology", str(f), "-o", str(out), "--verify")
     assert code in (0, None), stderr
     text = out.read_text()
     assert 'ngpus="6"' in text and 'topology="2x3"' in text and "inter:5e-06" in text

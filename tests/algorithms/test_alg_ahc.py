@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 from dataflow_rounds import depth, every_block_takes_every_step, flat_steps
+from in_process import ccxml
 
 from ccxml.algorithms import ahc
 from ccxml.frontend.algorithm import AlgorithmError, Options
@@ -112,37 +113,30 @@ def test_bad_shapes_are_clear_errors():
         ahc.allreduce(5, topology=Topology.from_groups([2, 3]), intra="rhd")
 
 
-def generate(capsys, *args) -> tuple[int, str, str]:
+def generate(*args) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of ``ccxml generate ARGS``."""
-    from ccxml.cli.app import main
-    try:
-        main(["generate", *args])
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return ccxml("generate", *args)
 
 
-def test_cli_ahc(tmp_path, capsys):
+def test_cli_ahc(tmp_path):
     out = tmp_path / "a.xml"
-    code, stdout, _ = generate(capsys, "ahc", "--ranks", "5", "--groups", "2,3", "--coll", "reducescatter",
+    code, stdout, _ = generate("ahc", "--ranks", "5", "--groups", "2,3", "--coll", "reducescatter",
                                "-o", str(out), "--verify")
     assert code == 0 and "PASS" in stdout
     assert 'topology="2,3"' in out.read_text()
 
 
-def test_cli_inner_choice(tmp_path, capsys):
+def test_cli_inner_choice(tmp_path):
     """--intra/--inter reach the builder: the file is the one the Python API builds, and it
     verifies; a choice the algorithm does not take is one line naming the choices."""
     out = tmp_path / "a.xml"
-    code, stdout, _ = generate(capsys, "ahc", "--groups", "3,3,2", "--intra", "nb", "--inter", "rhd",
+    code, stdout, _ = generate("ahc", "--groups", "3,3,2", "--intra", "nb", "--inter", "rhd",
                                "-o", str(out), "--verify")
     assert code == 0 and "PASS" in stdout
     want = ahc.allreduce(8, topology=Topology.from_groups([3, 3, 2]), intra="nb", inter="rhd")
     assert out.read_text() == want.to_xml("exec")
     assert out.read_text() != ahc.allreduce(8, topology=Topology.from_groups([3, 3, 2])).to_xml("exec")
-    code, _, err = generate(capsys, "ahc", "--groups", "2,3", "--inter", "mesh", "-o", str(tmp_path / "b.xml"))
+    code, _, err = generate("ahc", "--groups", "2,3", "--inter", "mesh", "-o", str(tmp_path / "b.xml"))
     assert code == 2 and not (tmp_path / "b.xml").exists()
     assert err.strip().splitlines() == ["ccxml: ahc: --inter must be one of ring, nhr, nb, rhd; got 'mesh'"]
 

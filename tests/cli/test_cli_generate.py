@@ -7,21 +7,18 @@ import sys
 
 import pytest
 from conftest import REPO
+from in_process import ccxml
 
-from ccxml.cli.app import main
 from ccxml.loader.reader import loads
 
 
-def run(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
+def run(args):
+    return ccxml(*args)
 
 
-def test_generate_writes_the_default_path(tmp_path, capsys, monkeypatch):
+def test_generate_writes_the_default_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(["generate", "ring", "--ranks", "8"], capsys)
+    code, out, err = run(["generate", "ring", "--ranks", "8"])
     assert code == 0
     path = tmp_path / "out" / "ring_allreduce_8.xml"
     assert path.is_file()
@@ -31,26 +28,26 @@ def test_generate_writes_the_default_path(tmp_path, capsys, monkeypatch):
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["ring_allreduce_8.xml"]  # no temp left
 
 
-def test_generate_to_stdout_and_to_a_path(tmp_path, capsys):
-    code, out, err = run(["generate", "ring", "--ranks", "4", "--coll", "allgather", "-o", "-"], capsys)
+def test_generate_to_stdout_and_to_a_path(tmp_path):
+    code, out, err = run(["generate", "ring", "--ranks", "4", "--coll", "allgather", "-o", "-"])
     assert code == 0 and out.startswith("<algo ") and out.rstrip().endswith("</algo>")
     assert "wrote stdout" in err
     target = tmp_path / "sub" / "ag.xml"
     code, out, err = run(["generate", "ring", "-n", "5", "-c", "broadcast", "--root", "3",
-                          "--target", "rccl", "--proto", "LL", "--inplace", "-o", str(target)], capsys)
+                          "--target", "rccl", "--proto", "LL", "--inplace", "-o", str(target)])
     assert code == 0
     sched = loads(target.read_text())
     assert (sched.root, sched.proto, sched.inplace, sched.outofplace) == (3, "LL", 1, 0)
 
 
-def test_generate_verify_flag(capsys):
+def test_generate_verify_flag():
     code, out, err = run(["generate", "ring", "--ranks", "6", "--coll", "reducescatter",
-                          "--verify", "-o", "-"], capsys)
+                          "--verify", "-o", "-"])
     assert code == 0 and "PASS stdout" in err
 
 
-def test_list_shows_the_matrix(capsys):
-    code, out, err = run(["list"], capsys)
+def test_list_shows_the_matrix():
+    code, out, err = run(["list"])
     assert code == 0
     header, *rows = out.splitlines()
     assert header.split() == ["AR", "AG", "RS", "A2A", "A2AV", "BC", "RD", "GA", "SC"]
@@ -86,10 +83,16 @@ def test_list_shows_the_matrix(capsys):
      "2d-ring: --intra must be one of allreduce, reduce; got 'ring'"),
     (["generate", "pipeline", "--servers", "2", "--ranks-per-server", "2", "--inter", "nb"],
      "pipeline allreduce takes no --inter"),
+    (["generate", "ring", "--ranks", "4", "--dump-after", "fuse"],
+     "--dump-after: unknown pass 'fuse'; passes: threadblocks, ordering, fusion, lowering, "
+     "splitting, dependencies, numbering, checks"),
+    (["generate", "ring", "--ranks", "4", "--dump-after", "fusion", "--target", "rccl"],
+     "--dump-after fusion: that pass does not run for target rccl; it runs threadblocks, "
+     "ordering, lowering, splitting"),
 ])
-def test_bad_input_is_one_clear_line_and_exit_2(args, message, capsys, tmp_path, monkeypatch):
+def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(args, capsys)
+    code, out, err = run(args)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ccxml: "), err
@@ -98,10 +101,10 @@ def test_bad_input_is_one_clear_line_and_exit_2(args, message, capsys, tmp_path,
     assert not (tmp_path / "out").exists()        # nothing half-written
 
 
-def test_unwritable_output_is_a_clear_error(tmp_path, capsys):
+def test_unwritable_output_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    code, out, err = run(["generate", "ring", "--ranks", "4", "-o", str(blocker / "x.xml")], capsys)
+    code, out, err = run(["generate", "ring", "--ranks", "4", "-o", str(blocker / "x.xml")])
     assert code == 2 and err.startswith("ccxml: cannot write")
 
 
@@ -115,7 +118,7 @@ def test_python_dash_m_and_the_script_run(tmp_path):
     assert r.returncode == 0 and 'coll="allgather"' in r.stdout, r.stderr
 
 
-def test_mesh_one_shot_variant(tmp_path, capsys):
+def test_mesh_one_shot_variant(tmp_path):
     """``--variant one-shot`` writes the one-shot Mesh AllReduce (every rank sends its whole
     buffer to every peer and reduces locally: one round, a buffer of one chunk), and it verifies."""
     from dataflow_rounds import depth
@@ -123,9 +126,9 @@ def test_mesh_one_shot_variant(tmp_path, capsys):
     from ccxml.algorithms import build
     one, two = tmp_path / "one.xml", tmp_path / "two.xml"
     code, out, err = run(["generate", "mesh", "--ranks", "5", "--variant", "one-shot", "--verify",
-                          "-o", str(one)], capsys)
+                          "-o", str(one)])
     assert code == 0 and f"PASS {one}" in out, err
-    code, out, err = run(["generate", "mesh", "--ranks", "5", "-o", str(two)], capsys)
+    code, out, err = run(["generate", "mesh", "--ranks", "5", "-o", str(two)])
     assert code == 0
     text = one.read_text()
     assert text == build("mesh", "allreduce", 5, variant="one-shot").to_xml("exec")
@@ -185,3 +188,46 @@ def test_the_program_flushes_its_output_and_keeps_exit_codes(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("ccxml: ")
+
+
+def test_time_passes_prints_cpu_and_memory_of_every_stage(tmp_path):
+    code, out, err = run(["generate", "ring", "--ranks", "8", "--time-passes", "--verify",
+                          "-o", str(tmp_path / "r.xml")])
+    assert code == 0 and "wrote" in out
+    head, columns, *rows, total = err.strip().splitlines()
+    assert "pass timing: ring allreduce, 8 ranks, target exec" in head
+    assert columns.split() == ["cpu", "s", "wall", "s", "cpu", "%", "rss", "MB", "+rss", "MB",
+                               "peak", "MB", "stage"]
+    stages = [row.split(None, 6)[6] for row in rows]
+    assert stages == ["build (Chunk API)", "threadblocks", "ordering", "fusion", "splitting",
+                      "dependencies", "numbering", "checks", "writer", "verify"]
+    cpu = [float(row.split()[0]) for row in rows]
+    assert all(t >= 0 for t in cpu) and float(total.split()[0]) == pytest.approx(sum(cpu), abs=1e-3)
+    assert all(float(row.split()[3]) > 0 and float(row.split()[5]) > 0 for row in rows)  # MB read
+
+
+def test_dump_after_prints_the_ir_after_each_named_pass_and_changes_nothing(tmp_path):
+    plain, dumped = tmp_path / "a.xml", tmp_path / "b.xml"
+    assert run(["generate", "ring", "--ranks", "4", "-o", str(plain)])[0] == 0
+    code, out, err = run(["generate", "ring", "--ranks", "4", "-o", str(dumped),
+                          "--dump-after", "ordering", "--dump-after", "dependencies"])
+    assert code == 0 and dumped.read_bytes() == plain.read_bytes()
+    lines = out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("# ")]
+    assert [lines[i].rsplit("(", 1)[1] for i in heads] == ["after ordering)", "after dependencies)"]
+    ordering = lines[heads[0] + 1:heads[1]]
+    final = lines[heads[1] + 1:-1]
+    assert len(ordering) == 4 * 12 and len(final) == 4 * 7        # 2(p-1) sends -> fused
+    assert ordering[0] == "gpu 0 tb s1/r3/c0 #0 s src i[3] dst - cnt 1 deps [] peer >1#0"
+    assert not any(" rcs " in line for line in ordering) and any(" rcs " in line for line in final)
+    assert lines[-1].startswith("wrote ")  # the dump comes before the summary
+
+
+def test_dump_to_a_file(tmp_path):
+    dump = tmp_path / "ir.txt"
+    code, out, err = run(["generate", "pairwise", "--ranks", "3", "--coll", "alltoall", "-o", "-",
+                          "--dump-after", "numbering", "--dump-to", str(dump)])
+    assert code == 0 and out.startswith("<algo ")
+    text = dump.read_text()
+    assert text.startswith("# pairwise_alltoall: alltoall, 3 gpus") and "(after numbering)" in text
+    assert text.count("\n") == 1 + out.count("<step ")

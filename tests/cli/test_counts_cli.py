@@ -3,28 +3,25 @@ written schedule verifies against the same matrix, and bad files are one clear l
 from __future__ import annotations
 
 import pytest
+from in_process import ccxml
 
-from ccxml.cli.app import main
 from ccxml.interpreter import verify
 from ccxml.loader.reader import loads
 
 MATRIX = [[0, 3, 1], [2, 0, 0], [5, 1, 4]]
 
 
-def run(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
+def run(args):
+    return ccxml(*args)
 
 
 @pytest.mark.parametrize("algorithm", ["pairwise", "mesh"])
-def test_counts_file_drives_alltoallv(algorithm, tmp_path, capsys):
+def test_counts_file_drives_alltoallv(algorithm, tmp_path):
     csv = tmp_path / "counts.csv"
     csv.write_text("# chunks i -> j\n0, 3, 1\n2 0 0\n5,1,4\n")
     out = tmp_path / "a2av.xml"
     code, _, err = run(["generate", algorithm, "--ranks", 3, "--coll", "alltoallv",
-                        "--counts", csv, "--channels", 2, "--verify", "-o", out], capsys)
+                        "--counts", csv, "--channels", 2, "--verify", "-o", out])
     assert code == 0, err
     text = out.read_text()
     sched = loads(text)
@@ -42,29 +39,29 @@ def test_counts_file_drives_alltoallv(algorithm, tmp_path, capsys):
     ("0,0,0\n0,0,0\n0,0,0\n", "all zero"),
     ("1,-1,0\n0,1,0\n0,0,1\n", "must be >= 0"),
 ])
-def test_bad_counts_file_is_one_clear_line(content, message, tmp_path, capsys):
+def test_bad_counts_file_is_one_clear_line(content, message, tmp_path):
     csv = tmp_path / "counts.csv"
     csv.write_text(content)
     code, _, err = run(["generate", "pairwise", "--ranks", 3, "--coll", "alltoallv",
-                        "--counts", csv, "-o", tmp_path / "x.xml"], capsys)
+                        "--counts", csv, "-o", tmp_path / "x.xml"])
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ccxml: ") and message in lines[0], err
 
 
-def test_missing_counts_and_missing_file_are_named(tmp_path, capsys):
-    code, _, err = run(["generate", "pairwise", "--ranks", 3, "--coll", "alltoallv"], capsys)
+def test_missing_counts_and_missing_file_are_named(tmp_path):
+    code, _, err = run(["generate", "pairwise", "--ranks", 3, "--coll", "alltoallv"])
     assert code == 2 and "alltoallv needs counts" in err and "--counts FILE.csv" in err
     code, _, err = run(["generate", "pairwise", "--ranks", 3, "--coll", "alltoallv",
-                        "--counts", tmp_path / "nope.csv"], capsys)
+                        "--counts", tmp_path / "nope.csv"])
     assert code == 2 and "cannot read --counts" in err
     code, _, err = run(["generate", "pairwise", "--ranks", 3, "--coll", "alltoall",
-                        "--counts", tmp_path / "nope.csv"], capsys)
+                        "--counts", tmp_path / "nope.csv"])
     assert code == 2
 
 
-def test_list_shows_mesh_pairwise_star(capsys):
-    code, out, _ = run(["list"], capsys)
+def test_list_shows_mesh_pairwise_star():
+    code, out, _ = run(["list"])
     assert code == 0
     header, *rows = out.splitlines()
     cols = header.split()

@@ -5,18 +5,15 @@ import json
 import sys
 
 import pytest
+from in_process import ccxml
 
-from ccxml.cli.app import main
 from ccxml.simulator import simulate
 from ccxml.simulator.rules import LARGE_BYTES, SMALL_BYTES, hccl_rule
 from ccxml.topology.model import Topology
 
 
-def run(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
+def run(*argv):
+    return ccxml(*argv)
 
 
 def ring_xml(tmp_path, p=4, coll="allreduce", **attrs):
@@ -34,8 +31,8 @@ def rows_of(out: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def test_simulate_algorithm_one_size_prints_an_nccl_tests_row(capsys):
-    code, out, err = run(capsys, "simulate", "ring", "--ranks", "4", "--coll", "allreduce",
+def test_simulate_algorithm_one_size_prints_an_nccl_tests_row():
+    code, out, err = run("simulate", "ring", "--ranks", "4", "--coll", "allreduce",
                          "--bytes", "8M", "--alpha", "1e-6", "--beta", "1e-10", "--gamma", "0")
     assert code == 0, err
     rows = rows_of(out)
@@ -48,8 +45,8 @@ def test_simulate_algorithm_one_size_prints_an_nccl_tests_row(capsys):
     assert "# critical path at 8M: 7 steps" in out
 
 
-def test_simulate_sweep_and_json(capsys):
-    code, out, _ = run(capsys, "simulate", "ring", "-n", "8", "-c", "allgather",
+def test_simulate_sweep_and_json():
+    code, out, _ = run("simulate", "ring", "-n", "8", "-c", "allgather",
                        "-b", "1K", "-e", "1M", "-f", "4", "--json")
     assert code == 0
     doc = json.loads(out)
@@ -64,38 +61,38 @@ def test_simulate_sweep_and_json(capsys):
     assert doc["schedule"]["coll"] == "allgather" and doc["schedule"]["ngpus"] == 8
 
 
-def test_simulate_file_matches_the_library(tmp_path, capsys):
+def test_simulate_file_matches_the_library(tmp_path):
     pytest.importorskip("ccxml.loader.reader")
     path = ring_xml(tmp_path)
-    code, out, err = run(capsys, "simulate", str(path), "--bytes", "1M", "--json",
+    code, out, err = run("simulate", str(path), "--bytes", "1M", "--json",
                          "--alpha", "2e-6", "--beta", "1e-11", "--gamma", "1e-12")
     assert code == 0, err
     t = json.loads(out)["rows"][0]["time_s"]
     assert t == simulate(str(path), 1 << 20, alpha=2e-6, beta=1e-11, gamma=1e-12).time_s
 
 
-def test_simulate_file_uses_its_recorded_topology_unless_told_otherwise(tmp_path, capsys):
+def test_simulate_file_uses_its_recorded_topology_unless_told_otherwise(tmp_path):
     pytest.importorskip("ccxml.loader.reader")
     topo = Topology.uniform(2, 2, intra={"alpha": 1e-6, "beta": 1e-11},
                             inter={"alpha": 1e-5, "beta": 1e-9})
     path = ring_xml(tmp_path, **topo.to_attrs())
-    _, out, _ = run(capsys, "simulate", str(path), "--bytes", "1M", "--json")
+    _, out, _ = run("simulate", str(path), "--bytes", "1M", "--json")
     doc = json.loads(out)
     assert doc["topology"] == topo.to_dict()
     assert doc["rows"][0]["time_s"] == simulate(str(path), 1 << 20, topo).time_s
-    _, out, _ = run(capsys, "simulate", str(path), "--bytes", "1M", "--json", "--alpha", "1e-6")
+    _, out, _ = run("simulate", str(path), "--bytes", "1M", "--json", "--alpha", "1e-6")
     assert json.loads(out)["topology"]["intra"]["alpha"] == 1e-6
     assert "inter" not in json.loads(out)["topology"]
 
 
-def test_simulate_with_a_topology_file(tmp_path, capsys):
+def test_simulate_with_a_topology_file(tmp_path):
     tfile = tmp_path / "cluster.toml"
     tfile.write_text("servers = 2\nranks_per_server = 2\n[intra]\nalpha = 1e-6\nbeta = 1e-11\n"
                      "[inter]\nalpha = 1e-5\nbeta = 1e-10\n")
-    _, out, _ = run(capsys, "simulate", "ring", "-n", "4", "-c", "allreduce", "--bytes", "1M",
+    _, out, _ = run("simulate", "ring", "-n", "4", "-c", "allreduce", "--bytes", "1M",
                     "--topology", str(tfile), "--json")
     slow = json.loads(out)
-    _, out, _ = run(capsys, "simulate", "ring", "-n", "4", "-c", "allreduce", "--bytes", "1M",
+    _, out, _ = run("simulate", "ring", "-n", "4", "-c", "allreduce", "--bytes", "1M",
                     "--alpha", "1e-6", "--beta", "1e-11", "--gamma", "0", "--json")
     fast = json.loads(out)
     assert slow["rows"][0]["time_s"] > fast["rows"][0]["time_s"]
@@ -115,59 +112,59 @@ def test_simulate_with_a_topology_file(tmp_path, capsys):
     (["select", "-n", "4", "-c", "allreduce", "--bytes", "1M", "--alpha", "1e-6",
       "--topology", "x.json"], "either --topology or --alpha"),
 ])
-def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
-    code, out, err = run(capsys, *argv)
+def test_bad_input_is_one_line_and_exit_2(argv, fragment):
+    code, out, err = run(*argv)
     assert code == 2
     assert fragment in err
     assert err.startswith("ccxml: ") and err.count("\n") == 1
     assert "Traceback" not in err
 
 
-def test_topology_that_does_not_fit_is_rejected(tmp_path, capsys):
+def test_topology_that_does_not_fit_is_rejected(tmp_path):
     tfile = tmp_path / "t.json"
     tfile.write_text(json.dumps({"groups": [2, 3]}))
-    code, _, err = run(capsys, "simulate", "ring", "-n", "4", "-c", "allreduce", "--bytes", "1M",
+    code, _, err = run("simulate", "ring", "-n", "4", "-c", "allreduce", "--bytes", "1M",
                        "--topology", str(tfile))
     assert code == 2 and "add up to 5 ranks, but the schedule has 4" in err
     tfile.write_text(json.dumps({"groups": [2, 0]}))
-    code, _, err = run(capsys, "select", "-n", "4", "-c", "allreduce", "--bytes", "1M",
+    code, _, err = run("select", "-n", "4", "-c", "allreduce", "--bytes", "1M",
                        "--topology", str(tfile))
     assert code == 2 and "group 1 has size 0" in err
 
 
-def test_file_options_must_agree_with_the_file(tmp_path, capsys):
+def test_file_options_must_agree_with_the_file(tmp_path):
     pytest.importorskip("ccxml.loader.reader")
     path = ring_xml(tmp_path)
-    code, _, err = run(capsys, "simulate", str(path), "--ranks", "8")
+    code, _, err = run("simulate", str(path), "--ranks", "8")
     assert code == 2 and "does not match the file's ngpus=4" in err
-    code, _, err = run(capsys, "simulate", str(path), "--coll", "allgather")
+    code, _, err = run("simulate", str(path), "--coll", "allgather")
     assert code == 2 and "does not match the file's coll=allreduce" in err
 
 
-def test_sizes_outside_the_files_window_are_noted(tmp_path, capsys):
+def test_sizes_outside_the_files_window_are_noted(tmp_path):
     pytest.importorskip("ccxml.loader.reader")
     from ccxml.cli.generate import generate_text
     text, _ = generate_text("ring", "allreduce", 4, min_bytes=4096, max_bytes=65536)
     path = tmp_path / "w.xml"
     path.write_text(text)
-    code, out, _ = run(capsys, "simulate", str(path), "-b", "1K", "-e", "1M", "-f", "4")
+    code, out, _ = run("simulate", str(path), "-b", "1K", "-e", "1M", "-f", "4")
     assert code == 0
     assert "# note: 3 of 6 sizes are outside the file's minBytes..maxBytes window 4096..65536" in out
 
 
-def test_plot_without_matplotlib_says_how_to_get_it(capsys, monkeypatch, tmp_path):
+def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    code, _, err = run(capsys, "simulate", "ring", "-n", "4", "-c", "allreduce", "-b", "1K",
+    code, _, err = run("simulate", "ring", "-n", "4", "-c", "allreduce", "-b", "1K",
                        "-e", "4K", "--plot", str(tmp_path / "bw.png"))
     assert code == 2
     assert err == "ccxml: --plot needs matplotlib: pip install 'ccxml[plot]'\n"
     assert not (tmp_path / "bw.png").exists()
 
 
-def test_plot_writes_the_file(capsys, tmp_path):
+def test_plot_writes_the_file(tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "bw.svg"
-    code, _, err = run(capsys, "simulate", "ring", "-n", "4", "-c", "allreduce", "-b", "1K",
+    code, _, err = run("simulate", "ring", "-n", "4", "-c", "allreduce", "-b", "1K",
                        "-e", "1M", "-f", "4", "--plot", str(out))
     assert code == 0, err
     assert out.read_text().lstrip().startswith("<?xml") and not list(tmp_path.glob(".ccxml-*"))
@@ -175,8 +172,8 @@ def test_plot_writes_the_file(capsys, tmp_path):
 
 # ---- select -----------------------------------------------------------------------------------
 
-def test_select_ranks_available_algorithms_and_shows_the_rule(capsys):
-    code, out, err = run(capsys, "select", "-n", "8", "-c", "allreduce", "--bytes", "64M", "--json")
+def test_select_ranks_available_algorithms_and_shows_the_rule():
+    code, out, err = run("select", "-n", "8", "-c", "allreduce", "--bytes", "64M", "--json")
     assert code == 0, err
     doc = json.loads(out)
     names = [r["algorithm"] for r in doc["ranking"]]
@@ -189,20 +186,20 @@ def test_select_ranks_available_algorithms_and_shows_the_rule(capsys):
         assert doc["rule"]["pick"] is None and "is not in this build" in doc["notes"][0]
 
 
-def test_select_table(capsys):
-    code, out, _ = run(capsys, "select", "-n", "4", "-c", "broadcast", "--bytes", "1K")
+def test_select_table():
+    code, out, _ = run("select", "-n", "4", "-c", "broadcast", "--bytes", "1K")
     assert code == 0
     assert "# HCCL rule (server-inner): one server, small message" in out
     assert any(r[1] == "ring" for r in rows_of(out))
 
 
-def test_select_notes_when_the_rule_and_the_model_disagree(tmp_path, capsys):
+def test_select_notes_when_the_rule_and_the_model_disagree(tmp_path):
     # 2 servers x 2: the rule says Ring (few servers); if another algorithm simulates faster, a note
     tfile = tmp_path / "c.json"
     tfile.write_text(json.dumps({"servers": 2, "ranks_per_server": 2,
                                  "intra": {"alpha": 1e-6, "beta": 1e-11},
                                  "inter": {"alpha": 5e-6, "beta": 1e-10}}))
-    code, out, _ = run(capsys, "select", "-n", "4", "-c", "allreduce", "--bytes", "1M",
+    code, out, _ = run("select", "-n", "4", "-c", "allreduce", "--bytes", "1M",
                        "--topology", str(tfile), "--json")
     assert code == 0
     doc = json.loads(out)
@@ -245,7 +242,7 @@ def test_hccl_rule_of_thumb(coll, p, n, groups, first):
     assert (advice.unless_faster == "pipeline") == (coll == "alltoall" and n >= LARGE_BYTES)
 
 
-def test_an_algorithm_is_simulated_as_built_for_each_size(capsys):
+def test_an_algorithm_is_simulated_as_built_for_each_size():
     """simulate ALGO builds the schedule a runtime would pick at each size (messages as large as
     a call moves there, like tune's windows), not the unbounded one that sends every chunk as a
     message of its own and pays one α per chunk."""
@@ -253,7 +250,7 @@ def test_an_algorithm_is_simulated_as_built_for_each_size(capsys):
     from ccxml.simulator import simulate_schedule
     topo = Topology.flat(1e-6, 1e-10, 0.0)
     sizes = [4096, 1 << 20]
-    code, out, err = run(capsys, "simulate", "nhr", "--ranks", "6", "--coll", "allreduce", "--json",
+    code, out, err = run("simulate", "nhr", "--ranks", "6", "--coll", "allreduce", "--json",
                          "-b", "4K", "-e", "1M", "-f", "256", "--alpha", "1e-6", "--beta", "1e-10",
                          "--gamma", "0")
     assert code == 0, err

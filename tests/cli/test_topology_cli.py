@@ -7,34 +7,30 @@ import re
 
 import pytest
 from conftest import TOPOLOGIES
-
-from ccxml.cli.app import main
-
-
-def run(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
+from in_process import ccxml
 
 
-def test_topology_show_prints_what_the_model_uses(capsys):
-    code, out, err = run(capsys, "topology", "show", "--preset", "dgx-h100", "--nodes", "2")
+def run(*argv):
+    return ccxml(*argv)
+
+
+def test_topology_show_prints_what_the_model_uses():
+    code, out, err = run("topology", "show", "--preset", "dgx-h100", "--nodes", "2")
     assert code == 0, err
     assert out.startswith("# topology: dgx-h100: 2 nodes x 8 GPUs, rail fabric (shared links)")
     assert "#   nvlink      32      450 GB/s" in out and "#   net         16       50 GB/s" in out
     assert "rank 0 -> rank 8 (next node, same local GPU): n0.gpu0 > n0.pcie0 > n0.nic0 > rail0 > n1.nic0" in out
     assert "alpha 14.00 us (latency 2.70 us + overhead 11.30 us), bottleneck 50 GB/s" in out
     assert "busbw bounds (GB/s, from the cuts each collective must cross): allreduce 513.0" in out
-    code, out, _ = run(capsys, "topology", "show", "--preset", "flat", "--json")
+    code, out, _ = run("topology", "show", "--preset", "flat", "--json")
     assert code == 0 and json.loads(out)["topology"]["intra"]["beta"] == 1e-11
 
 
-def test_topology_show_reports_xml_defects(capsys):
+def test_topology_show_reports_xml_defects():
     path = TOPOLOGIES / "ncv4-topo.xml"
     if not path.is_file():
         pytest.skip("topology files not available")
-    code, out, _ = run(capsys, "topology", "show", "--topology", str(path))
+    code, out, _ = run("topology", "show", "--topology", str(path))
     assert code == 0
     assert out.count("names its own GPU as target") == 4
 
@@ -52,13 +48,13 @@ def test_topology_show_reports_xml_defects(capsys):
     (["generate", "2d-torus", "--preset", "dgx-h100", "--nodes", "2", "--ranks", "8"],
      "--ranks 8 disagrees with the topology 2x8"),
 ])
-def test_bad_topology_options_are_one_line(capsys, argv, fragment):
-    code, _, err = run(capsys, *argv)
+def test_bad_topology_options_are_one_line(argv, fragment):
+    code, _, err = run(*argv)
     assert code == 2 and fragment in err and err.count("\n") == 1, err
 
 
-def test_simulate_on_a_preset_shows_bound_links_and_model(capsys):
-    code, out, err = run(capsys, "simulate", "ring", "--preset", "dgx-h100", "--nodes", "2",
+def test_simulate_on_a_preset_shows_bound_links_and_model():
+    code, out, err = run("simulate", "ring", "--preset", "dgx-h100", "--nodes", "2",
                          "--coll", "allgather", "--bytes", "64M", "--links", "3")
     assert code == 0, err
     rows = [ln.split() for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
@@ -70,7 +66,7 @@ def test_simulate_on_a_preset_shows_bound_links_and_model(capsys):
     assert "# busiest link at 64M: n0.nic7->rail7 (net)" in out
     listed = [ln for ln in out.splitlines() if re.match(r"#   \S+->\S+ ", ln)]
     assert len(listed) == 3 and "more links (--links N, or --json)" in out
-    code, out, _ = run(capsys, "simulate", "ring", "--preset", "dgx-h100", "--nodes", "2",
+    code, out, _ = run("simulate", "ring", "--preset", "dgx-h100", "--nodes", "2",
                        "--coll", "allgather", "--bytes", "64M", "--json")
     doc = json.loads(out)
     assert doc["model"] == "shared" and doc["bounds"][0]["busbw_GBps"] == 513.0
@@ -78,27 +74,27 @@ def test_simulate_on_a_preset_shows_bound_links_and_model(capsys):
     assert {ln["kind"] for ln in doc["links"]} >= {"nvlink", "pcie", "net"}
 
 
-def test_generate_takes_servers_from_a_preset_and_simulate_reads_it_back(tmp_path, capsys):
+def test_generate_takes_servers_from_a_preset_and_simulate_reads_it_back(tmp_path):
     out = tmp_path / "t.xml"
-    code, _, err = run(capsys, "generate", "2d-torus", "--preset", "dgx-h100", "--nodes", "2", "-o", str(out))
+    code, _, err = run("generate", "2d-torus", "--preset", "dgx-h100", "--nodes", "2", "-o", str(out))
     assert code == 0, err
     assert 'topology="2x8" topology_links="network:dgx-h100"' in out.read_text().splitlines()[0]
-    code, text, _ = run(capsys, "simulate", str(out), "--bytes", "1M")
+    code, text, _ = run("simulate", str(out), "--bytes", "1M")
     assert code == 0 and "# topology: dgx-h100: 2 nodes x 8 GPUs" in text
 
 
-def test_a_shape_only_recorded_topology_gets_the_default_links(tmp_path, capsys):
+def test_a_shape_only_recorded_topology_gets_the_default_links(tmp_path):
     out = tmp_path / "t.xml"
-    run(capsys, "generate", "2d-torus", "--servers", "2", "--ranks-per-server", "4", "-o", str(out))
-    code, text, _ = run(capsys, "simulate", str(out), "--bytes", "1M")
+    run("generate", "2d-torus", "--servers", "2", "--ranks-per-server", "4", "-o", str(out))
+    code, text, _ = run("simulate", str(out), "--bytes", "1M")
     rows = [ln.split() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     assert code == 0 and float(rows[0][1]) > 0                 # not the zero-cost links it records
     assert "# topology: 2x4 (intra a=1e-06 b=1e-11 g=1e-12)" in text
 
 
-def test_tune_on_a_preset_records_simulated_busbw_and_the_bound(tmp_path, capsys):
+def test_tune_on_a_preset_records_simulated_busbw_and_the_bound(tmp_path):
     out = tmp_path / "algos"
-    code, _, err = run(capsys, "tune", "--preset", "dgx-h100", "--nodes", "2", "-a", "ring,rhd,pipeline",
+    code, _, err = run("tune", "--preset", "dgx-h100", "--nodes", "2", "-a", "ring,rhd,pipeline",
                        "-c", "allreduce", "--forms", "outofplace", "--min-bytes", "64K",
                        "--max-bytes", "256M", "-f", "64", "-q", "-o", str(out))
     assert code == 0, err

@@ -88,3 +88,21 @@ def pair_allreduce(rank0_recv: str, rank1_step: str) -> str:
     g0 = [tbs(0, 1, 1, 0, ("s", "i", 0, "i", 0, 1, -1, -1, 0), (rank0_recv, "i", 0, "i", 0, 1, -1, -1, 0))]
     g1 = [tbs(0, 0, 0, 0, (rank1_step, "i", 0, "i", 0, 1, -1, -1, 0))]
     return algo("allreduce", 2, 1, {0: (1, 1, 0, g0), 1: (1, 1, 0, g1)}, inplace=1, outofplace=0)
+
+
+def split_allgather(dep: bool = True, hasdep: int = 1, late_release: bool = False) -> str:
+    """A 2-rank AllGather with two TBs per rank: TB 1 copies the rank's input into its output
+    block (publishing it) and receives the peer's block; TB 0 sends the output block once TB 1
+    has copied it (``dep=False`` drops that dependency; ``hasdep=0`` leaves the copy unpublished,
+    so that TB 0 waits for ever; ``late_release`` copies twice and publishes only the second
+    copy: correct, with a dep-released-late warning)."""
+    gpus = {}
+    for r in range(2):
+        q = 1 - r
+        d = (1, 0) if dep else (-1, -1)
+        sender = tbs(0, q, -1, 0, ("s", "o", r, "o", r, 1, *d, 0))
+        copies = [("cpy", "i", 0, "o", r, 1, -1, -1, 0)] if late_release else []
+        copier = tbs(1, -1, q, 0, *copies, ("cpy", "i", 0, "o", r, 1, -1, -1, hasdep),
+                     ("r", "o", q, "o", q, 1, -1, -1, 0))
+        gpus[r] = (1, 2, 0, [sender, copier])
+    return algo("allgather", 2, 2, gpus)

@@ -3,18 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from ccxml.cli.app import main
+from in_process import ccxml
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PROGRAMS = REPO / "tests" / "mscclang" / "programs"
 EXAMPLES = REPO / "examples" / "mscclang"
 
 
-def run(args, capsys):
+def run(args):
     """(exit code, stdout, stderr) of ``ccxml ARGS`` run in this process."""
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
+    return ccxml(*args)

@@ -47,18 +47,18 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_one_line_exit_2(case, tmp_path, capsys):
+def test_one_line_exit_2(case, tmp_path):
     body, want = CASES[case]
     script = tmp_path / "prog.py"
     script.write_text(HEAD + body + "\n")
-    code, out, err = run(["mscclang", "-o", tmp_path / "x.xml", script], capsys)
+    code, out, err = run(["mscclang", "-o", tmp_path / "x.xml", script])
     assert code == 2
     assert want in err
     assert err.count("\n") == 1 and "Traceback" not in err + out
     assert not (tmp_path / "x.xml").exists()
 
 
-def test_a_failed_check_exits_1_and_writes_nothing(tmp_path, capsys):
+def test_a_failed_check_exits_1_and_writes_nothing(tmp_path):
     script = tmp_path / "half.py"
     script.write_text(HEAD + textwrap.dedent("""\
         with MSCCLProgram('half', fully_connected(2), AllReduce(2, 1, True), 1):
@@ -66,45 +66,44 @@ def test_a_failed_check_exits_1_and_writes_nothing(tmp_path, capsys):
             XML()
             Check()
     """))
-    code, out, err = run(["mscclang", "-o", tmp_path / "x.xml", script], capsys)
+    code, out, err = run(["mscclang", "-o", tmp_path / "x.xml", script])
     assert code == 1 and "Check() failed: half: missing-contribution: rank 0 output chunk 0" in err
     assert err.count("\n") == 1 and not (tmp_path / "x.xml").exists()
 
 
-def test_a_custom_check_that_fails_exits_1(tmp_path, capsys):
+def test_a_custom_check_that_fails_exits_1(tmp_path):
     code, out, err = run(["mscclang", "--target", "legacy", "-o", tmp_path / "x.xml",
-                          PROGRAMS / "custom_neighbour.py", 4, "broken"], capsys)
+                          PROGRAMS / "custom_neighbour.py", 4, "broken"])
     assert code == 1 and "to_next: the collective's check() found wrong chunks" in err
     assert "rank 1 chunk 0: None" in out                # the collective's own report
 
 
-def test_a_custom_collective_for_exec_says_use_legacy(tmp_path, capsys):
-    code, _, err = run(["mscclang", "-o", tmp_path / "x.xml", PROGRAMS / "custom_neighbour.py", 4], capsys)
+def test_a_custom_collective_for_exec_says_use_legacy(tmp_path):
+    code, _, err = run(["mscclang", "-o", tmp_path / "x.xml", PROGRAMS / "custom_neighbour.py", 4])
     assert code == 2 and 'coll="custom"' in err and "use --target legacy" in err
 
 
-def test_the_scripts_argument_errors_are_its_own(tmp_path, capsys):
-    code, _, err = run(["mscclang", EXAMPLES / "ring_allreduce.py"], capsys)
+def test_the_scripts_argument_errors_are_its_own(tmp_path):
+    code, _, err = run(["mscclang", EXAMPLES / "ring_allreduce.py"])
     assert code == 2 and "the following arguments are required: num_gpus" in err
 
 
-def test_a_missing_script(tmp_path, capsys):
-    code, _, err = run(["mscclang", tmp_path / "nope.py"], capsys)
+def test_a_missing_script(tmp_path):
+    code, _, err = run(["mscclang", tmp_path / "nope.py"])
     assert code == 2 and "no such script" in err
 
 
-def test_bad_byte_window(tmp_path, capsys):
-    code, _, err = run(["mscclang", "--min-bytes", "10", "--max-bytes", "5", EXAMPLES / "ring_allreduce.py", 4, 1],
-                       capsys)
+def test_bad_byte_window(tmp_path):
+    code, _, err = run(["mscclang", "--min-bytes", "10", "--max-bytes", "5", EXAMPLES / "ring_allreduce.py", 4, 1])
     assert code == 2 and "--min-bytes 10 / --max-bytes 5" in err
 
 
-def test_a_limit_the_target_cannot_meet(tmp_path, capsys):
+def test_a_limit_the_target_cannot_meet(tmp_path):
     script = tmp_path / "wide.py"
     script.write_text(HEAD + textwrap.dedent("""\
         with MSCCLProgram('wide', fully_connected(2), AllReduce(2, 1, True), 1):
             chunk(0, Buffer.input, 0).copy(1, Buffer.input, 0, ch=40)
             XML()
     """))
-    code, _, err = run(["mscclang", "-o", tmp_path / "x.xml", script], capsys)
+    code, _, err = run(["mscclang", "-o", tmp_path / "x.xml", script])
     assert code == 2 and "channel 40 exceeds the exec limit of 31" in err and "Traceback" not in err

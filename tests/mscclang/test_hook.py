@@ -49,16 +49,16 @@ def test_a_real_install_imported_before_is_put_back(tmp_path, monkeypatch):
             del sys.modules[name]
 
 
-def test_the_hook_is_gone_after_a_run_that_raised(tmp_path, capsys):
+def test_the_hook_is_gone_after_a_run_that_raised(tmp_path):
     script = tmp_path / "boom.py"
     script.write_text("from msccl.language import *\nraise RuntimeError('boom')\n")
-    code, _, err = run(["mscclang", script], capsys)
+    code, _, err = run(["mscclang", script])
     assert code == 2 and "boom.py:2: RuntimeError: boom" in err
     assert not any(m == "msccl" or m.startswith("msccl.") for m in sys.modules)
     assert "_Finder" not in [type(f).__name__ for f in sys.meta_path]
 
 
-def test_each_run_gets_fresh_modules(tmp_path, capsys):
+def test_each_run_gets_fresh_modules(tmp_path):
     script = tmp_path / "mark.py"
     script.write_text(textwrap.dedent("""\
         import msccl.language as L
@@ -66,5 +66,5 @@ def test_each_run_gets_fresh_modules(tmp_path, capsys):
         L.MARK = 1
     """))
     for _ in range(2):
-        code, _, err = run(["mscclang", script], capsys)
+        code, _, err = run(["mscclang", script])
         assert code == 2 and "produced no XML" in err and "leaked" not in err

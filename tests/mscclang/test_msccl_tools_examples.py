@@ -28,12 +28,12 @@ CASES = [("allreduce_a100_ring.py", "8 8 4", "exec"),        # manual TBs, 8 cha
 
 @pytest.mark.skipif(not FOLDER, reason="MSCCL_TOOLS_EXAMPLES (an msccl-tools examples/mscclang folder) not set")
 @pytest.mark.parametrize("script,args,target", CASES)
-def test_msccl_tools_example_runs_unchanged_and_proves(script, args, target, tmp_path, capsys, monkeypatch):
+def test_msccl_tools_example_runs_unchanged_and_proves(script, args, target, tmp_path, monkeypatch):
     path = Path(FOLDER) / script
     if not path.is_file():
         pytest.skip(f"{script} is not in {FOLDER}")
     monkeypatch.chdir(path.parent)
-    code, out, err = run(["mscclang", "--target", target, "-o", tmp_path / "x.xml", path, *args.split()], capsys)
+    code, out, err = run(["mscclang", "--target", target, "-o", tmp_path / "x.xml", path, *args.split()])
     assert code == 0, err
     files = sorted(tmp_path.glob("x*.xml"))
     assert files

@@ -382,9 +382,9 @@ def test_fusion_keeps_every_send_and_receive_index(alg, coll, p):
     from ccxml.passes import pipeline
     from ccxml.vocab.wire import profile
     algo = build(alg, coll, p, options=Options()).algo
-    for name, run in pipeline(profile("exec")):
-        run(algo)
-        if name == "fusion":
+    for ps in pipeline(profile("exec")):
+        ps.run(algo)
+        if ps.name == "fusion":
             break
     tbs = [tb for gpu in algo.gpus for tb in gpu.tbs]
     assert any(st.type.sends and st.type.receives for tb in tbs for st in tb.steps)

@@ -6,6 +6,7 @@ import functools
 import json
 
 import pytest
+from in_process import ccxml
 
 from ccxml.cli.simulate import algorithm_schedule
 from ccxml.simulator import busbw_bound, simulate_schedule
@@ -90,19 +91,17 @@ def test_the_bound_is_reached_where_it_should_be():
     assert b.time_s == pytest.approx(8 * 24 / 32 * n / 400e9) and "NIC" in b.cut
 
 
-def select(capsys, coll: str, nbytes: str) -> dict:
-    from ccxml.cli.app import main
-    with pytest.raises(SystemExit) as e:
-        main(["select", "--preset", "dgx-h100", "--nodes", "4", "--coll", coll, "--bytes", nbytes, "--json"])
-    out, err = capsys.readouterr()
-    assert e.value.code == 0, err
+def select(coll: str, nbytes: str) -> dict:
+    code, out, err = ccxml("select", "--preset", "dgx-h100", "--nodes", "4", "--coll", coll,
+                           "--bytes", nbytes, "--json")
+    assert code == 0, err
     return json.loads(out)
 
 
 @pytest.mark.parametrize("coll, nbytes", [("allreduce", "4K"), ("allreduce", "64M"),
                                           ("allgather", "4K"), ("allgather", "64M")])
-def test_select_on_dgx_h100_x4_does_not_put_flat_mesh_first(capsys, coll, nbytes):
-    doc = select(capsys, coll, nbytes)
+def test_select_on_dgx_h100_x4_does_not_put_flat_mesh_first(coll, nbytes):
+    doc = select(coll, nbytes)
     ranking = [r["algorithm"] for r in doc["ranking"]]
     assert "mesh" in ranking and ranking[0] != "mesh", ranking
     assert doc["model"] == "shared" and doc["bound"]["busbw_GBps"] >= doc["ranking"][0]["busbw_GBps"]
@@ -113,27 +112,24 @@ def test_select_on_dgx_h100_x4_does_not_put_flat_mesh_first(capsys, coll, nbytes
                    "bound at 1 GiB), and ccxml's Pipeline all-to-all sends as many network messages "
                    "(one per destination rank, not one per server) plus an intra-server tail")
 @pytest.mark.parametrize("nbytes", ["4K", "64M"])
-def test_select_on_dgx_h100_x4_alltoall(capsys, nbytes):
-    doc = select(capsys, "alltoall", nbytes)
+def test_select_on_dgx_h100_x4_alltoall(nbytes):
+    doc = select("alltoall", nbytes)
     assert doc["ranking"][0]["algorithm"] != "mesh"
 
 
-def test_alltoall_across_an_ecmp_spine_prefers_the_rail_aligned_pipeline(tmp_path, capsys):
+def test_alltoall_across_an_ecmp_spine_prefers_the_rail_aligned_pipeline(tmp_path):
     """Where switches hash flows onto spine links (static ECMP, plain RoCE fabrics - HCCL's reason
     for PairWise and Pipeline), Mesh's cross-rail transfers collide on spine links, and the
     rail-aligned Pipeline (it only talks to the same local rank of other servers) wins a large
     all-to-all; the rule's Pipeline-if-faster then applies."""
-    from ccxml.cli.app import main
     spec = topo("dgx-h100", 4).network
     t = Topology.from_dict({"network": spec.model_copy(
         update={"fabric": spec.fabric.model_copy(update={"spine": "ecmp"})})})
     f = tmp_path / "ecmp.json"
     f.write_text(json.dumps(t.to_dict()))
     n = 64 << 20
-    with pytest.raises(SystemExit) as e:
-        main(["select", "--topology", str(f), "--coll", "alltoall", "--bytes", str(n), "--json"])
-    out, err = capsys.readouterr()
-    assert e.value.code == 0, err
+    code, out, err = ccxml("select", "--topology", f, "--coll", "alltoall", "--bytes", n, "--json")
+    assert code == 0, err
     doc = json.loads(out)
     times = {r["algorithm"]: r["time_s"] for r in doc["ranking"]}
     assert doc["ranking"][0]["algorithm"] == "pipeline" and times["mesh"] > times["pipeline"]

@@ -17,6 +17,7 @@ import shlex
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
+from in_process import ccxml
 
 from ccxml.cli.app import cli
 from ccxml.cli.progress import Progress
@@ -255,12 +256,9 @@ def test_rooted_collectives_only_when_asked_and_carry_the_root(tmp_path):
     (["--ranks", "8", "--root", "8", "--coll", "reduce"], "--root"),
     (["--ranks", "8", "--channels", "0"], "--channels"),
 ])
-def test_bad_input_is_one_line_exit_2(tmp_path, capsys, args, needle):
-    from ccxml.cli.app import main
-    with pytest.raises(SystemExit) as e:
-        main(["tune", "-o", str(tmp_path / "d"), *args])
-    assert e.value.code == 2
-    err = capsys.readouterr().err
+def test_bad_input_is_one_line_exit_2(tmp_path, args, needle):
+    code, _, err = ccxml("tune", "-o", tmp_path / "d", *args)
+    assert code == 2
     assert err.startswith("ccxml: ") and needle in err and err.count("\n") == 1
     assert not (tmp_path / "d").exists()
 
