@@ -19,6 +19,7 @@ COMMANDS = {
     "verify": ("ccxml.cli.verify", "verify", "Load and prove MSCCL XML files."),
     "simulate": ("ccxml.cli.simulate", "simulate", "Estimate a schedule's time (alpha-beta-gamma)."),
     "select": ("ccxml.cli.simulate", "select", "Rank algorithms for a collective by simulated time."),
+    "show": ("ccxml.cli.show", "show", "Draw a schedule's simulated timeline (HTML page or SVG)."),
     "tune": ("ccxml.cli.tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
     "topology": ("ccxml.cli.topology", "topology", "Show the topology model (presets, files)."),
     "mscclang": ("ccxml.cli.mscclang", "mscclang", "Compile an msccl-tools (MSCCLang) script, unchanged."),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 
 import click
 
@@ -144,24 +145,87 @@ def _plot(path: str, label: str, rows, title: str) -> None:
         plt.close(fig)
 
 
+# ---- what to simulate: a file or an algorithm ----------------------------------------------
+
+def target_options(f):
+    """--ranks, --coll, --root: the shape of an ALGO target (in that order in --help)."""
+    f = click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")(f)
+    f = click.option("--coll", "-c", type=click.Choice(COLL_NAMES), default=None,
+                     help="Collective (required for an ALGO).")(f)
+    f = click.option("--ranks", "-n", type=int, default=None,
+                     help="Ranks (for an ALGO; default: the topology's rank count).")(f)
+    return f
+
+
+def flat_options(f):
+    """--alpha, --beta, --gamma: a flat dedicated-link topology (in that order in --help)."""
+    f = click.option("--gamma", type=float, default=None, help="Flat reduction time per byte, s/B.")(f)
+    f = click.option("--beta", type=float, default=None, help="Flat time per byte, s/B.")(f)
+    f = click.option("--alpha", type=float, default=None, help="Flat latency per transfer, s.")(f)
+    return f
+
+
+@dataclass
+class Target:
+    """What ``ccxml simulate TARGET`` (or ``show``) runs: one schedule per size, on a topology."""
+    schedules: list
+    label: str
+    topology: object
+    notes: list[str]
+    is_file: bool
+
+    @property
+    def schedule(self):
+        """The schedule of the largest size (the only one for a file)."""
+        return self.schedules[-1]
+
+
+def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=None, topology_file=None,
+                preset=None, nodes=None, gpu=None, alpha=None, beta=None, gamma=None,
+                command: str = "simulate") -> Target:
+    """TARGET (an MSCCL XML file, or an algorithm name built in memory for every size, §6) and
+    the topology the options give; click errors (exit 2, one line) on bad input."""
+    is_file = os.path.exists(target) or target.lower().endswith(".xml")
+    if is_file:
+        if not os.path.isfile(target):
+            _fail(f"no such file: {target}")
+        from ccxml.loader.reader import load
+        try:
+            schedule = load(target)
+        except (OSError, ValueError) as e:
+            _fail(str(e))
+        if ranks is not None and ranks != schedule.ngpus:
+            raise click.UsageError(f"--ranks {ranks} does not match the file's ngpus={schedule.ngpus}")
+        if coll is not None and coll != schedule.coll:
+            raise click.UsageError(f"--coll {coll} does not match the file's coll={schedule.coll}")
+        topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma,
+                              schedule=schedule)
+        return Target([schedule] * len(sizes), os.path.basename(target), topo, notes, True)
+    topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
+    if coll is None or (ranks is None and topo.nranks is None):
+        raise click.UsageError(f"{target!r} is not a file; to {command} an algorithm give "
+                               f"--ranks and --coll (e.g. ccxml {command} ring --ranks 8 --coll "
+                               f"allreduce; --preset/--nodes give the ranks too)")
+    ranks = ranks_of(topo, ranks)
+    try:
+        schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo)
+    except ValueError as e:
+        _fail(str(e))
+    return Target(schedules, f"{target} {coll}", topo, notes, False)
+
+
 # ---- ccxml simulate ---------------------------------------------------------------------------
 
 @click.command("simulate")
 @click.argument("target")
-@click.option("--ranks", "-n", type=int, default=None,
-              help="Ranks (for an ALGO; default: the topology's rank count).")
-@click.option("--coll", "-c", type=click.Choice(COLL_NAMES), default=None,
-              help="Collective (required for an ALGO).")
-@click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
+@target_options
 @click.option("--bytes", "nbytes", default=None, help="One message size, e.g. 8M.")
 @click.option("-b", "--minbytes", default=None, help="Sweep start (default 1K).")
 @click.option("-e", "--maxbytes", default=None, help="Sweep end (default 1G).")
 @click.option("-f", "--stepfactor", type=float, default=2.0, show_default=True,
               help="Sweep multiplication factor.")
 @topology_options
-@click.option("--alpha", type=float, default=None, help="Flat latency per transfer, s.")
-@click.option("--beta", type=float, default=None, help="Flat time per byte, s/B.")
-@click.option("--gamma", type=float, default=None, help="Flat reduction time per byte, s/B.")
+@flat_options
 @click.option("--links", "nlinks", type=int, default=5, show_default=True,
               help="Busiest links to list (0: none; --json lists all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -181,38 +245,11 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     from ccxml.simulator import busbw_bound, simulate_schedule
     from ccxml.vocab.errors import SimulationError, TopologyError
     sizes = _sizes(nbytes, minbytes, maxbytes, stepfactor)
-    is_file = os.path.exists(target) or target.lower().endswith(".xml")
-    if is_file:
-        if not os.path.isfile(target):
-            _fail(f"no such file: {target}")
-        from ccxml.loader.reader import load
-        try:
-            schedule = load(target)
-        except (OSError, ValueError) as e:
-            _fail(str(e))
-        if ranks is not None and ranks != schedule.ngpus:
-            raise click.UsageError(f"--ranks {ranks} does not match the file's ngpus={schedule.ngpus}")
-        if coll is not None and coll != schedule.coll:
-            raise click.UsageError(f"--coll {coll} does not match the file's coll={schedule.coll}")
-        label = os.path.basename(target)
-        topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma,
-                              schedule=schedule)
-    else:
-        topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
-        if coll is None or (ranks is None and topo.nranks is None):
-            raise click.UsageError(f"{target!r} is not a file; to simulate an algorithm give "
-                                   f"--ranks and --coll (e.g. ccxml simulate ring --ranks 8 --coll "
-                                   f"allreduce; --preset/--nodes give the ranks too)")
-        ranks = ranks_of(topo, ranks)
-        try:
-            schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo)
-        except ValueError as e:
-            _fail(str(e))
-        schedule = schedules[-1]
-        label = f"{target} {coll}"
+    tg = load_target(target, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
+                     preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma)
+    schedules, schedule, label, topo, notes, is_file = (tg.schedules, tg.schedule, tg.label, tg.topology,
+                                                        tg.notes, tg.is_file)
     try:
-        if is_file:
-            schedules = [schedule] * len(sizes)
         results = [simulate_schedule(sch, n, topo) for sch, n in zip(schedules, sizes)]
         p = schedule.ngpus or len(schedule.gpus)
         the_root = root if root is not None else (int(schedule.attrs.get("root", 0) or 0))
@@ -332,9 +369,7 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
 @click.option("--bytes", "nbytes", required=True, help="Message size, e.g. 8M.")
 @click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
 @topology_options
-@click.option("--alpha", type=float, default=None, help="Flat latency per transfer, s.")
-@click.option("--beta", type=float, default=None, help="Flat time per byte, s/B.")
-@click.option("--gamma", type=float, default=None, help="Flat reduction time per byte, s/B.")
+@flat_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, beta, gamma, as_json):
     """Rank every algorithm that supports COLL by simulated time, beside HCCL's rule of thumb.

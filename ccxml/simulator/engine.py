@@ -130,24 +130,33 @@ class NetLinkStats:
 
 @dataclass(frozen=True, slots=True)
 class StepSpan:
-    """When one real step of one TB ran (``step``: its position in the TB)."""
+    """When one real step of one TB ran (``step``: its position in the TB).
+
+    ``deps``: the steps whose completion released its dependencies (``depid/deps``, including those
+    carried by the nops before it), in that order, as (gpu, tb, step); ``sender``: for a receiving
+    step, the sending step whose data it took (the k-th send of a connection feeds its k-th
+    receive), else None."""
     gpu: int
     tb: int
     step: int
     type: str
     start: float
     end: float
+    deps: tuple[tuple[int, int, int], ...] = ()
+    sender: tuple[int, int, int] | None = None
 
     def to_dict(self) -> dict:
         return {"gpu": self.gpu, "tb": self.tb, "step": self.step, "type": self.type,
-                "start_s": self.start, "end_s": self.end}
+                "start_s": self.start, "end_s": self.end, "deps": [list(d) for d in self.deps],
+                "sender": None if self.sender is None else list(self.sender)}
 
 
 @dataclass
 class Timeline:
     """What a timeline view needs, recorded only when asked (``record=True``).
 
-    ``spans``: every real step (nops are not steps), by (gpu, tb, step); ``critical``: the critical
+    ``spans``: every real step (nops are not steps), by (gpu, tb, step), with what released its
+    dependencies and, for a receive, the send it took data from; ``critical``: the critical
     path as (gpu, tb, step) references into ``spans``, first to last; ``links``: for each link that
     carried data, its utilisation over time as change points ``[(t, u), ...]`` — u (0..1, the sum of
     its transfers' rates over its capacity; dedicated links: 1 while a transfer occupies it) holds
@@ -245,7 +254,7 @@ class _Op:
     """One real step of one TB, with its simulated times."""
     __slots__ = ("gpu", "tb", "index", "type", "cnt", "deps", "hasdep", "counter", "sends",
                  "receives", "reduces", "start", "end", "pred", "why", "recv_key", "recv_slot",
-                 "t_ready", "xfer_start", "reduce_s", "recv_level")
+                 "t_ready", "xfer_start", "reduce_s", "recv_level", "released_by", "sender")
 
     def __init__(self, gpu, tb, index, type_, cnt, deps, hasdep, counter):
         self.gpu, self.tb, self.index, self.type, self.cnt = gpu, tb, index, type_, cnt
@@ -260,6 +269,8 @@ class _Op:
         self.recv_key = None
         self.recv_slot = -1
         self.recv_level = INTRA
+        self.released_by = ()       # recorded only: the ops that released ``deps``
+        self.sender = None          # recorded only: the op whose data a receive took
 
 
 class _TB:
@@ -416,6 +427,9 @@ class _Engine:
                         start, pred, why = hit[0], hit[1], _DEP
                 op.start, op.pred, op.why = start, pred, why
                 op.t_ready = start
+                if self.record and op.deps:
+                    op.released_by = tuple(self._published(self.tbs[(tb.gpu, d)], v)[1]
+                                           for d, v in op.deps)
                 tb.phase = 1
                 if op.receives:
                     key = (tb.recv, tb.gpu, tb.chan)
@@ -431,6 +445,7 @@ class _Engine:
                         self.fifo_waiters[op.recv_key + (op.recv_slot,)] = tb
                         return
                     arrival, sender = got[op.recv_slot]
+                    op.sender = sender
                     if arrival >= t:
                         t, op.pred, op.why = arrival, sender, _DATA
                 if op.reduces:
@@ -616,7 +631,11 @@ class _Engine:
             warnings.append(f"{leftover} transfer(s) are never received")
         timeline = None
         if self.record:
-            timeline = Timeline([StepSpan(o.gpu, o.tb, o.index, o.type, o.start, o.end) for o in ops],
+            def ref(o: _Op) -> tuple[int, int, int]:
+                return o.gpu, o.tb, o.index
+            timeline = Timeline([StepSpan(o.gpu, o.tb, o.index, o.type, o.start, o.end,
+                                          tuple(map(ref, o.released_by)),
+                                          None if o.sender is None else ref(o.sender)) for o in ops],
                                 [(s.gpu, s.tb, s.step) for s in path], self._link_changes(pair_iv))
         return SimResult(self.coll, p, self.nbytes, self.cb, makespan, len(ops), len(self.xfers),
                          path, ranks, link_stats, warnings, "shared" if shared else "dedicated",

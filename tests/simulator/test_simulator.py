@@ -199,6 +199,25 @@ def test_dependency_is_released_by_a_later_hasdep_step_and_nops_carry_dependenci
     assert [(x.tb, x.released_by) for x in r.critical_path] == [(1, "start"), (2, "dependency")]
 
 
+def test_timeline_names_what_released_each_step_and_whose_data_it_took():
+    # tb 0 publishes only at step 2, so the cpy waiting for step 0 is released by step 2; the nop
+    # carries its dependency on tb 1 to the re after it (tb 1's step 1: its step 0 is a nop)
+    g0 = [tb(0, 1, -1, 0, st("s", 1), st("s", 1), st("s", 1, hasdep=1)),
+          tb(1, 1, -1, 1, st("nop", 0), st("s", 1, hasdep=1)),
+          tb(2, -1, -1, 0, st("cpy", depid=0, deps=0)),
+          tb(3, -1, -1, 0, st("nop", 0, depid=1, deps=0), st("re", 1, depid=0, deps=2))]
+    g1 = [tb(0, -1, 0, 0, st("r"), st("r"), st("r")), tb(1, -1, 0, 1, st("r"))]
+    r = simulate(sched("allreduce", 1, [g0, g1]), 1000, flat(1e-6, 1e-9), record=True)
+    spans = {(x.gpu, x.tb, x.step): x for x in r.timeline.spans}
+    assert spans[(0, 2, 0)].deps == ((0, 0, 2),)
+    assert spans[(0, 3, 1)].deps == ((0, 1, 1), (0, 0, 2))
+    # the k-th receive of a connection took the k-th send's data; sends and local steps took none
+    assert [spans[(1, 0, k)].sender for k in range(3)] == [(0, 0, 0), (0, 0, 1), (0, 0, 2)]
+    assert spans[(1, 1, 0)].sender == (0, 1, 1)
+    assert spans[(0, 0, 0)].sender is None and spans[(0, 0, 0)].deps == ()
+    assert spans[(0, 3, 1)].to_dict()["deps"] == [[0, 1, 1], [0, 0, 2]]
+
+
 def test_deadlock_is_reported_with_the_waiting_step():
     # the classic: both ranks receive first, then send (msccl-runtime.md §9.4)
     s = sched("allgather", 2, [[tb(0, 1, 1, 0, st("r"), st("s"))], [tb(0, 0, 0, 0, st("r"), st("s"))]])
