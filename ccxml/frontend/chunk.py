@@ -510,9 +510,9 @@ class Program:
         # the table keys first: a bad operand is refused before anything is recorded
         src_key = self._key(gpu, src, cnt) if src is not None and access & _READS_SRC else -1
         dst_key = self._key(gpu, dst, cnt) if dst is not None and access & _ACCESS_DST else -1
+        if lane >= 0:                       # the threadblocks pass picks the lane group's channel
+            chan = -1 - lane
         step = new_step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
-        if lane >= 0:
-            step.lane = lane
         self._seq += 1
         if src_key >= 0:
             if cnt == 1:

@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Sequence
 
 from ccxml.frontend.chunk import Program, piece
 from ccxml.frontend.lanes import Directions, Lanes
-from ccxml.tables.plan import Message, Phase, Reduce, landings, messages, tail
+from ccxml.tables.plan import Message, Phase, Reduce, Steps, landings, messages, tail
 from ccxml.vocab.errors import AlgorithmError
 
 ORDERS = ("steps", "channels", "moves")
@@ -77,7 +77,14 @@ def _run(prog, phase, instances, members, channel, lanes, order, send, merge, ev
         raise AlgorithmError("internal: a lane plan serves one instance")
     n = len(members) if members is not None else prog.ngpus
     staged = isinstance(phase, Reduce) and phase.land is not None
-    if order == "channels":
+    if order == "channels" and send == "sequential" and placer is None and not even:
+        for c in inst:                  # move by move: nothing needs the whole step at once
+            steps = messages(phase, c, members, n, merge, even)
+            for si, moves in enumerate(phase.table):
+                _stream(prog, steps, si, moves, c, chan)
+                if rounds:
+                    prog.next_round()
+    elif order == "channels":
         for c in inst:
             for found in messages(phase, c, members, n, merge, even):
                 _step(prog, [(c, found)], chan, placer, send, "steps")
@@ -100,6 +107,18 @@ def _run(prog, phase, instances, members, channel, lanes, order, send, merge, ev
                 r = b if members is None else members[b]
                 ch = c if placer is not None else chan(r, r, c)
                 _issue(prog, r, r, (phase.own(r, j, c), None, final(r, j, c)), ch, -1)
+
+
+def _stream(prog: Program, steps: Steps, si: int, moves: list, c: int, chan) -> None:
+    """Issue step ``si`` of one instance move by move, each as soon as it is planned."""
+    ti = 0
+    same = chan is _same
+    for a, b, blocks in moves:
+        s, d, msgs = steps.move(si, ti, a, b, blocks)
+        ch = c if same else chan(s, d, c)
+        for m in msgs:
+            _issue(prog, s, d, m, ch, -1)
+        ti += 1
 
 
 def _step(prog: Program, per_c: list, chan, placer, send: str, order: str) -> None:

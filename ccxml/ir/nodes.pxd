@@ -2,8 +2,7 @@
 cimport cython
 
 cdef class Step:
-    # the object fields first, then the 32-bit ones (168 bytes with the GC header: 4 bytes of
-    # padding after ``lane``)
+    # the object fields first, then the 32-bit ones: no padding (160 bytes with the GC header)
     cdef public object type
     cdef public object src
     cdef public object dst
@@ -20,7 +19,6 @@ cdef class Step:
     cdef public int send_peer
     cdef public int recv_peer
     cdef public int chan
-    cdef public int lane
     cdef public int original_index
     cdef public int send_index
     cdef public int recv_index

@@ -35,10 +35,12 @@ class Step:
 
     ``src``/``dst`` are the *local* operands (buffer, chunk offset) the kernel reads and writes;
     ``None`` where the type does not use that side. ``recv_from`` is the sending step this step's
-    receive is matched with, ``send_to`` the receiving step its send is matched with.
+    receive is matched with, ``send_to`` the receiving step its send is matched with. ``chan`` is
+    the channel, or ``-1 - g`` for a step on lane group g (``Algo.lane_groups``) until the
+    threadblocks pass gives it the group's channel.
     """
 
-    __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "lane", "tb",
+    __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
                  "recv_from", "send_to", "_dep_pack", "original_index", "send_index", "recv_index",
                  "dep", "merged_into", "publish", "readers_after", "overwritten_by", "_s")
 
@@ -156,7 +158,6 @@ def _fill(st: Step, type: StepType, gpu: int, src, dst, cnt: int, send_peer: int
     st.send_peer = send_peer
     st.recv_peer = recv_peer
     st.chan = chan
-    st.lane = -1                # a lane group of Algo.lane_groups: the TB pass picks its channel
     st.original_index = original_index
     st.tb = None                # its TB, once the threadblocks pass has placed it
     st.recv_from = None         # the matched sending step (see the class docstring)
@@ -447,8 +448,9 @@ class Algo:
         self.nchannels = nchannels
         self.extra_attrs = dict(extra_attrs or {})
         self.gpus = [GPU(i) for i in range(ngpus)]
-        #: the lane groups steps name in ``Step.lane`` (the threadblocks pass turns them into
-        #: channels): per group (instances K, instance c, lane phase, (sender, receiver) pairs)
+        #: lane groups: per group (instances K, instance c, lane phase, (sender, receiver) pairs).
+        #: A step on lane group g holds ``chan = -1 - g`` until the threadblocks pass gives it the
+        #: group's channel
         self.lane_groups: list[tuple[int, int, int, tuple[tuple[int, int], ...]]] = []
 
     def steps(self) -> Iterator[Step]:

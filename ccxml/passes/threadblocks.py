@@ -11,7 +11,7 @@ Guarantees, per GPU and channel:
   consumes their destination, else the channel's first TB, else a TB of their own;
 * each TB's steps are in issue order, which is a topological order of every dependency and
   matched send/receive pair (so the untouched schedule cannot deadlock);
-* a step issued on a lane (``Step.lane``, a group of ``Algo.lane_groups``) first gets its
+* a step issued on a lane (``chan = -1 - g`` for group g of ``Algo.lane_groups``) first gets its
   channel from the lane plan (:func:`plan_lanes`), so that no thread block mixes two independent
   streams of transfers.
 """
@@ -46,8 +46,8 @@ def plan_lanes(algo: Algo) -> None:
         chans.append(placer.place(pairs))
     for gpu in algo.gpus:
         for st in gpu.pending:
-            if st.lane >= 0:
-                st.chan = chans[st.lane]
+            if st.chan < 0:
+                st.chan = chans[-1 - st.chan]
 
 
 def _assign_gpu(gpu: GPU) -> None:

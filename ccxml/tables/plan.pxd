@@ -20,11 +20,10 @@ cdef class Listed:
 cdef class Steps:
     cdef public list table
     cdef public list two_way
-    cdef public list forwards
     cdef public list members
     cdef public list held
     cdef public list have
-    cdef public dict last
+    cdef public list last
     cdef public object own
     cdef public object acc
     cdef public object final
@@ -34,12 +33,18 @@ cdef class Steps:
     cdef public Py_ssize_t c
     cdef public bint merge
     cdef public bint reduces
+    cdef public bint staged
 
-    @cython.locals(found=list, locs=list, ha=dict, hb=dict, sa=set, sb=set, ti=Py_ssize_t,
-                   move=Py_ssize_t, c=Py_ssize_t, n=Py_ssize_t, members=list, last=dict,
-                   sources=list)
+    @cython.locals(found=list, ti=Py_ssize_t)
     cpdef list step(self, Py_ssize_t si)
+    @cython.locals(locs=list, ha=list, hb=list, sa=bytearray, sb=bytearray, move=Py_ssize_t,
+                   c=Py_ssize_t, last=list, staged=bint, j=Py_ssize_t)
+    cpdef tuple move(self, Py_ssize_t si, Py_ssize_t ti, Py_ssize_t a, Py_ssize_t b, blocks)
 
 
 @cython.locals(lay=Layout, listed=Listed)
 cdef object _at(object where, object r, object j, Py_ssize_t c)
+
+
+@cython.locals(top=Py_ssize_t, nb=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t, j=Py_ssize_t)
+cpdef tuple _extent(list table)

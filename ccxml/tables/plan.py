@@ -83,37 +83,40 @@ def messages(phase: Phase, c: int = 0, members: Sequence[int] | None = None, n: 
     module docstring), else each block goes on its own, cut where its ranges are several pieces;
     with ``even`` the two directions of an exchange are cut at the same block counts.
 
-    A copy table lists a block's moves in the order the block travels: a member forwards a block
-    after the move that brings it. The moves of a reduce step run at once: a sender sends what it
-    held when the step began, and a receiver's operand is what the moves before it in the step
-    left."""
+    A table lists a block's moves in the order the block travels: a member forwards a block after
+    the move that brings it (in a later step, for a reduce table), and a receiver's operand is
+    what the moves before it left. A staged reduce's moves land in slots: the receivers' values
+    change only when they sum them, after the step."""
     return Steps(phase, c, members, n, merge, even)
 
 
 class Steps:
     """Iterator of :func:`messages`: it works out one step at a time, keeping where every member
-    holds each block (a phase of the biggest algorithms has millions of moves)."""
+    holds each block (a phase of the biggest algorithms has millions of moves) in flat lists,
+    one slot per member and block, made once: growing tables while the Chunk API makes steps
+    would scatter the steps in memory, and the passes read them in order."""
 
     def __init__(self, phase: Phase, c: int, members, n: int | None, merge: bool, even: bool):
         table = phase.table
-        if n is None:
-            n = 1 + max((max(a, b) for step in table for a, b, _ in step), default=0)
+        top, blocks = _extent(table)
+        n = top if n is None else max(n, top)
         self.table, self.c, self.si, self.merge = table, c, 0, merge
         self.members = None if members is None else list(members)
         self.two_way = _two_way(table) if even else None
         self.reduces = isinstance(phase, Reduce)
-        self.held = self.have = self.last = self.forwards = None
+        self.held = self.have = self.last = None
+        self.staged = False
         self.own = self.acc = self.final = self.loc = self.first = None
         if self.reduces:
             self.own, self.acc = phase.own, phase.acc
             self.final = phase.final or phase.acc
-            self.last = completions(phase)
-            self.held = [{} for _ in range(n)]
-            self.forwards = _forwards(table)
+            self.last = completions(phase, blocks)
+            self.held = [[None] * blocks for _ in range(n)]
+            self.staged = phase.land is not None
         else:
             self.loc, self.first = phase.loc, phase.first
             if self.first is not None:
-                self.have = [set() for _ in range(n)]
+                self.have = [bytearray(blocks) for _ in range(n)]
 
     def __iter__(self) -> "Steps":
         return self
@@ -127,60 +130,82 @@ class Steps:
 
     def step(self, si: int) -> list[tuple[int, int, list[Message]]]:
         """Step ``si`` (the steps must be asked for in order)."""
-        members, c, merge = self.members, self.c, self.merge
-        sources = None
-        if self.reduces and self.forwards[si]:      # read what the senders held as the step began
-            sources = [[self.held[a].get(j, self.own) for j in blocks] for a, _, blocks in self.table[si]]
         found = []
         ti = 0
         for a, b, blocks in self.table[si]:
-            if members is None:
-                ra, rb = a, b
-            else:
-                ra, rb = members[a], members[b]
-            locs = []
-            if self.reduces:
-                ha, hb, move = self.held[a], self.held[b], (si << 32) + ti
-                own, acc, final, last = self.own, self.acc, self.final, self.last
-                for n, j in enumerate(blocks):
-                    into = final if last.get(j) == move else acc
-                    src = ha.get(j, own) if sources is None else sources[ti][n]
-                    locs.append((_at(src, ra, j, c), _at(hb.get(j, own), rb, j, c), _at(into, rb, j, c)))
-                    hb[j] = into
-            elif self.have is None:
-                loc = self.loc
-                for j in blocks:
-                    locs.append((_at(loc, ra, j, c), None, _at(loc, rb, j, c)))
-            else:
-                sa, sb = self.have[a], self.have[b]
-                loc, first = self.loc, self.first
-                for j in blocks:
-                    locs.append((_at(loc if j in sa else first, ra, j, c), None, _at(loc, rb, j, c)))
-                    sb.add(j)
-            if len(locs) > 1:
-                locs = runs(locs) if merge else [m for x in locs for m in aligned(x)]
-            elif locs and not merge and (type(locs[0][0]) is list or type(locs[0][1]) is list
-                                         or type(locs[0][2]) is list):
-                locs = aligned(locs[0])
-            found.append((ra, rb, locs))
+            found.append(self.move(si, ti, a, b, blocks))
             ti += 1
         if self.two_way is not None and self.two_way[si]:
             _equal_cuts(found)
         return found
 
+    def move(self, si: int, ti: int, a: int, b: int, blocks) -> tuple[int, int, list[Message]]:
+        """``(sender rank, receiver rank, messages)`` of move ``ti`` of step ``si``, (a, b,
+        blocks); the moves must be asked for in table order. (:meth:`step` without the even cut:
+        the executor issues a move's messages before it asks for the next move.)"""
+        c = self.c
+        if self.members is None:
+            ra, rb = a, b
+        else:
+            ra, rb = self.members[a], self.members[b]
+        locs = []
+        if self.reduces:
+            ha, hb, move = self.held[a], self.held[b], (si << 32) + ti
+            own, acc, final, last = self.own, self.acc, self.final, self.last
+            staged = self.staged
+            for j in blocks:
+                into = final if last[j] == move else acc
+                src, opnd = ha[j], hb[j]
+                locs.append((_at(own if src is None else src, ra, j, c),
+                             _at(own if opnd is None else opnd, rb, j, c), _at(into, rb, j, c)))
+                if not staged:
+                    hb[j] = into
+        elif self.have is None:
+            loc = self.loc
+            for j in blocks:
+                locs.append((_at(loc, ra, j, c), None, _at(loc, rb, j, c)))
+        else:
+            sa, sb = self.have[a], self.have[b]
+            loc, first = self.loc, self.first
+            for j in blocks:
+                locs.append((_at(loc if sa[j] else first, ra, j, c), None, _at(loc, rb, j, c)))
+                sb[j] = 1
+        if len(locs) > 1:
+            locs = runs(locs) if self.merge else [m for x in locs for m in aligned(x)]
+        elif locs and not self.merge and (type(locs[0][0]) is list or type(locs[0][1]) is list
+                                          or type(locs[0][2]) is list):
+            locs = aligned(locs[0])
+        return ra, rb, locs
 
-def completions(phase: Reduce) -> dict[int, int]:
-    """Block j -> the move (step · 2^32 + index in the step) whose receiver, the owner of j,
-    completes it (its last receive of j)."""
-    owner, last = phase.owner, {}
+
+def completions(phase: Reduce, blocks: int | None = None) -> list[int]:
+    """Per block j, the move (step · 2^32 + index in the step) whose receiver, the owner of j,
+    completes it (its last receive of j); -1 for a block its owner never receives."""
+    owner = phase.owner
+    if blocks is None:
+        blocks = _extent(phase.table)[1]
+    last = [-1] * blocks
     for si, step in enumerate(phase.table):
         ti = 0
-        for _, b, blocks in step:
-            for j in blocks:
+        for _, b, bl in step:
+            for j in bl:
                 if (j if owner is None else owner(j)) == b:
                     last[j] = (si << 32) + ti
             ti += 1
     return last
+
+
+def _extent(table: Table) -> tuple[int, int]:
+    """(1 + the largest member, 1 + the largest block) a table names."""
+    top = nb = 0
+    for step in table:
+        for a, b, blocks in step:
+            if a >= top or b >= top:
+                top = max(a, b) + 1
+            for j in blocks:
+                if j >= nb:
+                    nb = j + 1
+    return top, nb
 
 
 def _at(where, r: int, j: int, c: int):
@@ -208,8 +233,8 @@ def tail(phase: Reduce) -> list[tuple[int, int]]:
     (a member alone): the owner copies its own contribution to ``final`` itself."""
     if phase.nblocks is None:
         return []
-    done = completions(phase)
-    return [(j if phase.owner is None else phase.owner(j), j) for j in range(phase.nblocks) if j not in done]
+    done = completions(phase, max(phase.nblocks, _extent(phase.table)[1]))
+    return [(j if phase.owner is None else phase.owner(j), j) for j in range(phase.nblocks) if done[j] < 0]
 
 
 # ---- the merge rule --------------------------------------------------------------------------
@@ -270,15 +295,6 @@ def _cut(pieces: list[Piece], bounds: list[int]) -> list[Piece]:
         inner = [b for b in bounds if at <= b <= at + size]
         out += [(buf, index + lo - at, hi - lo) for lo, hi in zip(inner, inner[1:])]
         at += size
-    return out
-
-
-def _forwards(table: Table) -> list[bool]:
-    """Per step: whether a member both receives and sends one block in it."""
-    out = []
-    for step in table:
-        got = {(b, j) for _, b, blocks in step for j in blocks}
-        out.append(any((a, j) in got for a, _, blocks in step for j in blocks))
     return out
 
 

@@ -10,12 +10,25 @@ from ccxml.tables import Table
 def reduce_scatter(n: int) -> Table:
     """n−1 steps: in step k member r sends block r−1−k to r+1, which reduces it; member r ends
     with block r."""
-    return [[(r, (r + 1) % n, [(r - 1 - k) % n]) for r in range(n)] for k in range(n - 1)]
+    return _rotations(n, 1)
 
 
 def all_gather(n: int) -> Table:
     """n−1 steps: in step k member r sends block r−k to r+1, which stores it."""
-    return [[(r, (r + 1) % n, [(r - k) % n]) for r in range(n)] for k in range(n - 1)]
+    return _rotations(n, 0)
+
+
+def _rotations(n: int, lag: int) -> Table:
+    """Step k: member r sends block r−lag−k to r+1, i.e. the blocks rotated by lag+k. (The
+    one-block lists are shared between steps: a ring of 1024 members is a million moves, and
+    tables are read, never changed.)"""
+    one = [[j] for j in range(n)]
+    members, nxt = range(n), [(r + 1) % n for r in range(n)]
+    table = []
+    for k in range(n - 1):
+        s = n - (lag + k) % n
+        table.append(list(zip(members, nxt, one[s:] + one[:s])))
+    return table
 
 
 def chain_reduce(n: int, nblocks: int) -> Table:

@@ -63,15 +63,14 @@ def test_every_module_the_build_recorded_runs_compiled():
                          f"rebuild with `python setup.py build_ext --inplace`")
 
 
-def test_a_compiled_step_is_168_bytes():
+def test_a_compiled_step_is_160_bytes():
     """A schedule holds millions of steps: the compiled Step keeps its object fields, then its
-    32-bit ones, with no vtable (README, Latest figures); the lane tag the threadblocks pass
-    reads (``Step.lane``) took it from 160 to 168 bytes (4 bytes and 4 of padding)."""
+    32-bit ones, with no padding and no vtable (README, Latest figures)."""
     import ccxml.ir.nodes
     if not _native.is_compiled(ccxml.ir.nodes.__file__):
         pytest.skip("ccxml.ir.nodes runs as pure Python here")
     from ccxml.vocab.wire import StepType
-    assert sys.getsizeof(ccxml.ir.nodes.Step(StepType.SEND, 0)) == 168
+    assert sys.getsizeof(ccxml.ir.nodes.Step(StepType.SEND, 0)) == 160
 
 
 @pytest.mark.skipif(not BUILT, reason="no native build in this checkout (pure Python install)")

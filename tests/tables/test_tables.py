@@ -13,10 +13,13 @@ SIZES = list(range(1, 18)) + [31, 32, 33]
 
 
 def reduced(table, n: int, nblocks: int | None = None) -> dict[tuple[int, int], frozenset]:
-    """(member, block) -> the members whose contribution it holds after a reduce table; a
-    sender must send what it held when the step began."""
+    """(member, block) -> the members whose contribution it holds after a reduce table. No
+    member sends a block in the step that brings it one (the planner reads a sender's value as
+    the moves before it in the step left it: ccxml.tables.plan.messages)."""
     held = {(r, j): frozenset([r]) for r in range(n) for j in range(nblocks or n)}
     for step in table:
+        got = {(b, j) for _, b, blocks in step for j in blocks}
+        assert not any((a, j) in got for a, _, blocks in step for j in blocks), step
         before = dict(held)
         for a, b, blocks in step:
             for j in blocks:
@@ -49,6 +52,18 @@ def test_every_scheme_reduce_scatters_and_all_gathers(scheme, n):
     assert gathered(sc.ag(n), {(j, j) for j in range(n)}) == {(r, j) for r in range(n) for j in range(n)}
     assert gathered((sc.ar_ag or sc.ag)(n), {(sc.holder(n, j), j) for j in range(n)}) == \
         {(r, j) for r in range(n) for j in range(n)}
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_rhd_on_block_slices_reduces_each_slice_at_its_block_rank(n):
+    """Flat RHD AllReduce and Reduce: the fold (whole buffer as one block), then halving on the
+    B block-slices; block rank b ends with slice b, summed over every member."""
+    f = rhd.Fold(n)
+    folded = reduced(rhd.fold(f, lambda g: [0]), n, 1)
+    held = reduced(rhd.halving(f, per_rank=False), n, f.B)
+    for b in range(f.B):
+        members = {m for r in held[(f.real(b), b)] for m in folded[(r, 0)]}
+        assert members == set(range(n))
 
 
 @pytest.mark.parametrize("n", SIZES)
