@@ -32,38 +32,23 @@ Steps with the defaults: AR ns(m_g) + 2(G−1)·(cards of the rank) + ns(m_g).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-from ccxml.algorithms import _phases as ph
+from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.lanes import Lanes
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables.ahc import Card, logic_cards, split_groups
+from ccxml.tables.plan import Space
+from ccxml.tables.schemes import INTER
 from ccxml.vocab.errors import AlgorithmError
 from ccxml.vocab.wire import Buffer, Coll
 
+__all__ = ["Card", "INTER", "INTRA", "allgather", "allreduce", "groups_of", "logic_cards",
+           "reducescatter", "split_groups"]
 
-@dataclass(frozen=True)
-class Card:
-    """Logic card ``index``: segments [lo, hi) of the axis; ``members[i]`` is group i's rank."""
-
-    index: int
-    lo: int
-    hi: int
-    members: tuple[int, ...]
-    order: int                     # e_k
-
-
-def split_groups(sizes: list[int]) -> list[int]:
-    """HCCL's ``AHCSubGroupInit`` splitting of the group sizes (§9.1)."""
-    mn, mx = min(sizes), max(sizes)
-    g = math.gcd(*sizes)
-    if not (g == mn or mx // mn > 1):
-        return list(sizes)
-    out = []
-    for m in sizes:
-        k = m // mn
-        out.extend([mn] * (k - 1) + [m - mn * (k - 1)] if k > 1 else [m])
-    return out
+#: intra-group choices: NHR (HCCL's code) and NB (the cost doc, §9.5), or a level-0 algorithm of
+#: §11; inter-group: a level-1 algorithm of §11 (§9.1 names ring and NHR)
+INTRA = ("nhr", "nb", "ring", "mesh")
 
 
 def groups_of(p: int, topology) -> list[list[int]]:
@@ -83,45 +68,20 @@ def groups_of(p: int, topology) -> list[list[int]]:
     return out
 
 
-def logic_cards(groups: list[list[int]]) -> tuple[int, list[Card]]:
-    """L and the logic cards in execution order (sorted by e_k, then k) (§9.2)."""
-    sizes = [len(g) for g in groups]
-    big_l = math.lcm(*sizes)
-    bounds = sorted({0} | {big_l // m * (j + 1) for m in sizes for j in range(m)})
-    mi = sizes.index(min(sizes))
-    cards = []
-    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-        members = tuple(g[-(-hi // (big_l // len(g))) - 1] for g in groups)
-        t_min = groups[mi].index(members[mi])
-        cards.append(Card(k, lo, hi, members, lo - t_min * (big_l // sizes[mi])))
-    return big_l, sorted(cards, key=lambda c: (c.order, c.index))
-
-
-#: intra-group choices: NHR (HCCL's code) and NB (the cost doc, §9.5), or a level-0 algorithm of
-#: §11; inter-group: a level-1 algorithm of §11 (§9.1 names ring and NHR)
-INTRA = ("nhr", "nb", "ring", "mesh")
-INTER = ph.INTER
-
-
-def _inner_names(intra: str, inter: str | None, ngroups: int) -> tuple[str, str]:
-    ph.choose("ahc", "intra", intra, INTRA)
-    inter = inter or ("ring" if ngroups <= 3 else "nhr")
-    ph.choose("ahc", "inter", inter, INTER)
-    return intra, inter
-
-
 def _setup(coll: Coll, p: int, topology, options: Options, intra: str, inter: str | None,
            units) -> tuple[Program, list[list[int]], str, str, int, list[Card]]:
     """(Program, groups, intra, inter, L, cards in execution order) for ``coll``, with
-    ``units(L, G)`` units per instance and the topology recorded."""
+    ``units(L, G)`` units per instance and the topology recorded; inter by default ring for up
+    to 3 groups, else nhr (HCCL's ``AHC_LEVEL0_GROUP_SIZE_THRESHOLD``)."""
     groups = groups_of(p, topology)
-    intra, inter = _inner_names(intra, inter, len(groups))
+    inter = inter or ("ring" if len(groups) <= 3 else "nhr")
     big_l, cards = logic_cards(groups)
     prog = program("ahc", coll, p, options.channels * units(big_l, len(groups)), options,
-                   extra_attrs=ph.topology_attrs(topology))
+                   extra_attrs=lv.topology_attrs(topology))
     return prog, groups, intra, inter, big_l, cards
 
 
+@algorithm("ahc", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
               inter: str | None = None) -> Program:
     prog, groups, intra, inter, big_l, cards = _setup(Coll.ALLREDUCE, p, topology, options, intra,
@@ -130,23 +90,69 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str
     units = big_l * big_g
     k_ = options.channels
     for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, units, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, units, instances=k_, instance=c)
-        lanes = ph.Lanes(k_, c)
+        inp = Space(Buffer.INPUT, units, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, units, instances=k_, instance=c)
+        lanes = Lanes(k_, c)
 
-        def intra_block(g, inp_or_out):
+        def intra_block(g, space):
             w = big_g * big_l // len(g)
-            return lambda pos, t: inp_or_out(g[pos], t * w, (t + 1) * w)
+            return lambda r, t, c: space(t * w, (t + 1) * w)
 
         for g in groups:
-            ph.reduce_scatter_phase(g, intra, lanes, src=intra_block(g, inp), acc=intra_block(g, out))
+            lv.reduce_scatter(prog, g, intra, lanes, src=intra_block(g, inp), acc=intra_block(g, out))
         for card in cards:
             n = card.hi - card.lo
-            loc = lambda pos, i, card=card, n=n: out(card.members[pos], card.lo * big_g + i * n,  # noqa: E731
-                                                     card.lo * big_g + (i + 1) * n)
-            ph.allreduce_phase(card.members, inter, lanes, src=loc, loc=loc)
+            loc = lambda r, i, c, card=card, n=n: out(card.lo * big_g + i * n,  # noqa: E731
+                                                      card.lo * big_g + (i + 1) * n)
+            lv.allreduce(prog, card.members, inter, lanes, src=loc, loc=loc)
         for g in groups:
-            ph.all_gather_phase(g, intra, lanes, loc=intra_block(g, out))
+            lv.all_gather(prog, g, intra, lanes, loc=intra_block(g, out))
+    return prog
+
+
+@algorithm("ahc", Coll.REDUCESCATTER, intra=INTRA, inter=INTER)
+def reducescatter(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
+                  inter: str | None = None) -> Program:
+    prog, groups, intra, inter, big_l, cards = _setup(Coll.REDUCESCATTER, p, topology, options, intra,
+                                                      inter, lambda big_l, big_g: p * big_l)
+    k_ = options.channels
+    block, card_block, own_block = _region_blocks(groups, big_l)
+    for c in range(k_):
+        inp = Space(Buffer.INPUT, p * big_l, block=big_l, instances=k_, instance=c)
+        scr = Space(Buffer.SCRATCH, p * big_l, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, big_l, instances=k_, instance=c)
+        lanes = Lanes(k_, c)
+        for k in range(len(groups)):
+            for g in groups:
+                at = lambda space, g=g, k=k: (lambda r, t, c: space(*block(g, k, t)))  # noqa: E731
+                lv.reduce_scatter(prog, g, intra, lanes, src=at(inp), acc=at(scr))
+        for card in cards:
+            own = lambda r, i, c, card=card: out(*own_block(r, card, i))  # noqa: E731
+            held = lambda r, i, c, card=card: scr(*card_block(card, i))  # noqa: E731
+            lv.reduce_scatter(prog, card.members, inter, lanes, src=held, acc=held, final=own)
+    return prog
+
+
+@algorithm("ahc", Coll.ALLGATHER, intra=INTRA, inter=INTER)
+def allgather(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
+              inter: str | None = None) -> Program:
+    prog, groups, intra, inter, big_l, cards = _setup(Coll.ALLGATHER, p, topology, options, intra,
+                                                      inter, lambda big_l, big_g: p * big_l)
+    k_ = options.channels
+    block, card_block, own_block = _region_blocks(groups, big_l)
+    for c in range(k_):
+        inp = Space(Buffer.INPUT, big_l, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, p * big_l, block=big_l, instances=k_, instance=c)
+        lanes = Lanes(k_, c)
+        for r in range(p):
+            lv.copy(prog, r, inp(0, big_l), r, out(r * big_l, (r + 1) * big_l), c)
+        for card in cards:
+            own = lambda r, i, c, card=card: inp(*own_block(r, card, i))  # noqa: E731
+            lv.all_gather(prog, card.members, inter, lanes, first=own,
+                          loc=lambda r, i, c, card=card: out(*card_block(card, i)))
+        for k in range(len(groups)):
+            for g in groups:
+                lv.all_gather(prog, g, intra, lanes, loc=lambda r, t, c, g=g, k=k: out(*block(g, k, t)))
     return prog
 
 
@@ -164,64 +170,15 @@ def _region_blocks(groups, big_l):
         m = len(groups[i])
         return offs[i] * big_l + card.lo * m, offs[i] * big_l + card.hi * m
 
-    def own_block(card: Card, pos: int, i: int) -> tuple[int, int]:
-        """Card block i as offsets in member pos's own block (its RS output, AG input)."""
+    def own_block(rank: int, card: Card, i: int) -> tuple[int, int]:
+        """Card block i as offsets in ``rank``'s own block (its RS output, AG input)."""
         lo, hi = card_block(card, i)
-        base = card.members[pos] * big_l
-        return lo - base, hi - base
+        return lo - rank * big_l, hi - rank * big_l
 
     return block, card_block, own_block
 
 
-def reducescatter(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
-                  inter: str | None = None) -> Program:
-    prog, groups, intra, inter, big_l, cards = _setup(Coll.REDUCESCATTER, p, topology, options, intra,
-                                                      inter, lambda big_l, big_g: p * big_l)
-    k_ = options.channels
-    block, card_block, own_block = _region_blocks(groups, big_l)
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, p * big_l, block=big_l, instances=k_, instance=c)
-        scr = ph.Space(prog, Buffer.SCRATCH, p * big_l, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, big_l, instances=k_, instance=c)
-        lanes = ph.Lanes(k_, c)
-        for k in range(len(groups)):
-            for g in groups:
-                at = lambda space, g=g, k=k: (lambda pos, t: space(g[pos], *block(g, k, t)))  # noqa: E731
-                ph.reduce_scatter_phase(g, intra, lanes, src=at(inp), acc=at(scr))
-        for card in cards:
-            own = lambda pos, i, card=card: out(card.members[pos], *own_block(card, pos, i))  # noqa: E731
-            held = lambda pos, i, card=card: scr(card.members[pos], *card_block(card, i))  # noqa: E731
-            ph.reduce_scatter_phase(card.members, inter, lanes, src=held, acc=held, final=own)
-    return prog
-
-
-def allgather(p: int, *, topology=None, options: Options = Options(), intra: str = "nhr",
-              inter: str | None = None) -> Program:
-    prog, groups, intra, inter, big_l, cards = _setup(Coll.ALLGATHER, p, topology, options, intra,
-                                                      inter, lambda big_l, big_g: p * big_l)
-    k_ = options.channels
-    block, card_block, own_block = _region_blocks(groups, big_l)
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, big_l, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, p * big_l, block=big_l, instances=k_, instance=c)
-        lanes = ph.Lanes(k_, c)
-        for r in range(p):
-            ph.copy(inp(r, 0, big_l), out(r, r * big_l, (r + 1) * big_l), c)
-        for card in cards:
-            own = lambda pos, i, card=card: inp(card.members[pos], *own_block(card, pos, i))  # noqa: E731
-            ph.all_gather_phase(card.members, inter, lanes, first=own,
-                                loc=lambda pos, i, card=card: out(card.members[pos], *card_block(card, i)))
-        for k in range(len(groups)):
-            for g in groups:
-                ph.all_gather_phase(g, intra, lanes, loc=lambda pos, t, g=g, k=k: out(g[pos], *block(g, k, t)))
-    return prog
-
-
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.ALLGATHER: allgather,
-}
+COLLECTIVES = registry.get("ahc").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -3,7 +3,7 @@ broadcast inside each server (hccl-algorithms.md §11; the classic "hierarchical
 
 S servers × M ranks per server, rank (s, i) = s·M + i; the leader of server s is (s, 0). The
 buffer is S blocks (× K instances for ``--channels K``; channels follow the lane plan of
-``_phases.Lanes``).
+``ccxml.frontend.lanes.Lanes``).
 
 1. intra-server reduce to the leader, block by block: ``intra="star"`` (default) — every rank
    sends each block straight to the leader, which reduces them in turn; ``intra="ring"`` — the
@@ -24,36 +24,39 @@ all-reduce 2(S−1)α₁ + 2(S−1)/S·nβ₁ + (S−1)/S·nγ; broadcast (M−1
 """
 from __future__ import annotations
 
-from ccxml.algorithms import _phases as ph
+from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables import ring, star
+from ccxml.tables.schemes import INTER
 from ccxml.vocab.wire import Coll
 
 #: how a server reduces to (and broadcasts from) its leader
 INTRA = ("star", "ring")
+REDUCE_TABLES = {"ring": ring.chain_reduce, "star": star.reduce}
+BCAST_TABLES = {"ring": ring.chain_bcast, "star": star.bcast}
 
 
+@algorithm("hierarchical", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "star",
               inter: str = "ring") -> Program:
-    prog, s_, m_, instances = ph.two_level("hierarchical", p, topology, options, intra=intra,
-                                           intra_choices=INTRA, inter=inter, units=lambda s, m: s)
-    reduce_table, bcast_table = ph.REDUCE_TABLES[intra], ph.BCAST_TABLES[intra]
-    servers = ph.servers_of(s_, m_)
+    prog, s_, m_, instances = lv.two_level("hierarchical", p, topology, options, units=lambda s, m: s)
+    reduce_table, bcast_table = REDUCE_TABLES[intra], BCAST_TABLES[intra]
+    servers = lv.servers_of(s_, m_)
+    leaders = [s * m_ for s in range(s_)]
     for inp, out, lanes in instances:
+        block = lambda r, j, c: out(j, j + 1)   # noqa: E731
         for mem in servers:
-            ph.run_reduce(mem, reduce_table(m_, s_), lanes, owner=lambda j: 0, nblocks=s_,
-                          src=lambda pos, j, mem=mem: inp(mem[pos], j, j + 1),
-                          acc=lambda pos, j, mem=mem: out(mem[pos], j, j + 1))
-        leaders = [s * m_ for s in range(s_)]
-        loc = lambda pos, j: out(leaders[pos], j, j + 1)  # noqa: E731
-        ph.allreduce_phase(leaders, inter, lanes, src=loc, loc=loc)
+            lv.reduce_table(prog, mem, reduce_table(m_, s_), lanes, owner=lambda j: 0, nblocks=s_,
+                            src=lambda r, j, c: inp(j, j + 1), acc=block)
+        lv.allreduce(prog, leaders, inter, lanes, src=block, loc=block)
         for mem in servers:
-            ph.run_copy(mem, bcast_table(m_, s_), lanes,
-                        loc=lambda pos, j, mem=mem: out(mem[pos], j, j + 1))
+            lv.copy_table(prog, mem, bcast_table(m_, s_), lanes, loc=block)
     return prog
 
 
-COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+COLLECTIVES = registry.get("hierarchical").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

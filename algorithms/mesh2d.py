@@ -1,7 +1,7 @@
 """2D-Mesh AllReduce: an intra-server all-reduce, then M inter-server all-reduces side by side.
 
 S servers × M ranks per server, rank (s, i) = s·M + i. The buffer is M·S units (× K instances
-for ``--channels K``; channels follow the lane plan of ``_phases.Lanes``).
+for ``--channels K``; channels follow the lane plan of ``ccxml.frontend.lanes.Lanes``).
 
 1. intra-server ring all-reduce (every server in parallel) on M blocks of S units: afterwards
    every rank of server s holds the server's sum;
@@ -19,31 +19,31 @@ Cost (ring/ring, n bytes, level 0 = intra, level 1 = inter):
 """
 from __future__ import annotations
 
-from ccxml.algorithms import _phases as ph
+from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables.schemes import INTER, INTRA
 from ccxml.vocab.wire import Coll
 
 
+@algorithm("2d-mesh", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
               inter: str = "ring") -> Program:
-    prog, s_, m_, instances = ph.two_level("2d-mesh", p, topology, options, intra=intra,
-                                           intra_choices=ph.INTRA, inter=inter)
+    prog, s_, m_, instances = lv.two_level("2d-mesh", p, topology, options)
     for inp, out, lanes in instances:
-        for mem in ph.servers_of(s_, m_):
-            ph.allreduce_phase(mem, intra, lanes,
-                               src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
-                               loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+        for mem in lv.servers_of(s_, m_):
+            lv.allreduce(prog, mem, intra, lanes, src=lambda r, j, c: inp(j * s_, (j + 1) * s_),
+                         loc=lambda r, j, c: out(j * s_, (j + 1) * s_))
+        loc = lambda r, j, c: out(j * m_, (j + 1) * m_)   # noqa: E731
+        # with one rank per server the intra phase left nothing in the output
+        src = (lambda r, j, c: inp(j * m_, (j + 1) * m_)) if m_ == 1 else loc
         for i in range(m_):
-            mem = [s * m_ + i for s in range(s_)]
-            # with one rank per server the intra phase left nothing in the output
-            src = (lambda pos, j, mem=mem: inp(mem[pos], j * m_, (j + 1) * m_)) if m_ == 1 else None
-            loc = lambda pos, j, mem=mem: out(mem[pos], j * m_, (j + 1) * m_)  # noqa: E731
-            ph.allreduce_phase(mem, inter, lanes, src=src or loc, loc=loc)
+            lv.allreduce(prog, [s * m_ + i for s in range(s_)], inter, lanes, src=src, loc=loc)
     return prog
 
 
-COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+COLLECTIVES = registry.get("2d-mesh").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

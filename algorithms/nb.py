@@ -32,55 +32,12 @@ ccxml's schedule sends the blocks of a step that are not adjacent in memory as s
 from __future__ import annotations
 
 from ccxml.algorithms import _blocks
-from ccxml.algorithms._blocks import Rules, Table
-from ccxml.algorithms.nhr import n_blocks, ns
+from ccxml.tables import nb
+
+RULES = nb.RULES
 
 
-def reduce_scatter_table(p: int) -> Table:
-    """RS, step k, d = 2^k: r sends to r+d the blocks {r+d+2d·i : i < n_k}."""
-    table = []
-    for k in range(ns(p)):
-        d, n = 1 << k, n_blocks(p, k)
-        table.append([(r, (r + d) % p, [(r + d + 2 * d * i) % p for i in range(n)])
-                      for r in range(p)])
-    return table
-
-
-def all_gather_table(p: int) -> Table:
-    """AG, step k, d = 2^k: r sends to r+d the blocks {r−i : i < n}, n = 2^k, truncated to
-    p − 2^(ns−1) in the last step when p is not a power of two."""
-    table, steps = [], ns(p)
-    for k in range(steps):
-        d = 1 << k
-        n = p - d if (k == steps - 1 and p != 2 * d) else d
-        table.append([(r, (r + d) % p, [(r - i) % p for i in range(n)]) for r in range(p)])
-    return table
-
-
-def scatter_table(p: int, root: int) -> Table:
-    """SC, step k, d = 2^k, δ = (r − root) mod p: ranks with δ < d (δ < p − d in the last step)
-    send to r+d the blocks of the ranks at root-distance δ+d+2d·i < p (useful-data rule)."""
-    table, steps = [], ns(p)
-    for k in range(steps):
-        d = 1 << k
-        senders = min(d, p - d) if k == steps - 1 else d
-        table.append([((root + delta) % p, (root + delta + d) % p,
-                       [(root + e) % p for e in range(delta + d, p, 2 * d)])
-                      for delta in range(senders)])
-    return table
-
-
-def identity(p: int) -> list[int]:
-    """NB never permutes blocks."""
-    return list(range(p))
-
-
-RULES = Rules("nb", reduce_scatter_table, all_gather_table, scatter_table, identity)
-
-
-# ---- the collectives (builders shared with NHR: ccxml.algorithms._blocks) ----------------------
-
-COLLECTIVES = _blocks.collectives(RULES)
+COLLECTIVES = _blocks.register(RULES)
 allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":

@@ -38,86 +38,13 @@ ccxml's schedule sends the blocks of a step that are not adjacent in memory as s
 from __future__ import annotations
 
 from ccxml.algorithms import _blocks
-from ccxml.algorithms._blocks import Rules, Table
+from ccxml.tables import nhr
+
+RULES = nhr.RULES
+slice_map = nhr.slice_map
 
 
-def ns(p: int) -> int:
-    """⌈log2 p⌉ computed as HCCL does: the bit length of p−1."""
-    return (p - 1).bit_length()
-
-
-def n_blocks(p: int, k: int) -> int:
-    """n_k: how many blocks step k moves (the integers in 0…p−1 that are ≡ 2^k mod 2^(k+1))."""
-    return (p - 1 + (1 << k)) >> (k + 1)
-
-
-def slice_map(p: int) -> list[int]:
-    """HCCL's tree map (``NHRBase::GetRankMapping``): physical block of each logical block."""
-    tree, size = list(range(p)), p
-    for step in range(ns(p)):
-        if n_blocks(p, step) <= 1:
-            break
-        new, odd = list(tree), False
-        for start in range(0, p, size):
-            end = min(start + size, p)
-            for i in range(start, end):
-                o = i - start
-                new[start + (o // 2 if o % 2 == 0 else (o + size) // 2)] = tree[i]
-            odd = odd or (end - start) % 2 == 1
-        tree = new
-        if odd:
-            break
-        size //= 2
-    out = [0] * p
-    for i, t in enumerate(tree):
-        out[t] = i
-    return out
-
-
-def reduce_scatter_table(p: int) -> Table:
-    """RS, step k, d = 2^k: r sends to r−d the blocks {r−d−2d·i : i < n_k}."""
-    table = []
-    for k in range(ns(p)):
-        d, n = 1 << k, n_blocks(p, k)
-        table.append([(r, (r - d) % p, [(r - d - 2 * d * i) % p for i in range(n)])
-                      for r in range(p)])
-    return table
-
-
-def all_gather_table(p: int) -> Table:
-    """AG, step s, d = 2^(ns−1−s), n = ⌊(p−1+d)/(2d)⌋: r sends to r+d the blocks {r−2d·i : i < n}."""
-    table, steps = [], ns(p)
-    for s in range(steps):
-        d = 1 << (steps - 1 - s)
-        n = (p - 1 + d) // (2 * d)
-        table.append([(r, (r + d) % p, [(r - 2 * d * i) % p for i in range(n)]) for r in range(p)])
-    return table
-
-
-def scatter_table(p: int, root: int) -> Table:
-    """SC, step k, d = 2^k: the nR ranks nearest the root send to r−d the blocks of the ranks at
-    root-distance δ+d+2d·i < p (the useful-data rule)."""
-    table, steps = [], ns(p)
-    pow2 = p & (p - 1) == 0
-    for k in range(steps):
-        d, n = 1 << k, n_blocks(p, k)
-        senders = p - d if (not pow2 and k == steps - 1) else d
-        moves = []
-        for r in range(p):
-            delta = (root - r) % p
-            if delta < senders:
-                moves.append((r, (r - d) % p,
-                              [(r - d - 2 * d * i) % p for i in range(n) if delta + d + 2 * d * i < p]))
-        table.append(moves)
-    return table
-
-
-RULES = Rules("nhr", reduce_scatter_table, all_gather_table, scatter_table, slice_map)
-
-
-# ---- the collectives (builders shared with NB: ccxml.algorithms._blocks) -----------------------
-
-COLLECTIVES = _blocks.collectives(RULES)
+COLLECTIVES = _blocks.register(RULES)
 allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":

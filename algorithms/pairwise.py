@@ -22,57 +22,49 @@ Cost (HCCL doc, n_ij = bytes i sends to j): (p−1)α + β·Σ_{k=1..p−1} max_
 """
 from __future__ import annotations
 
-from ccxml.algorithms.mesh import Exchange, alltoallv_chunks, check_counts, peer_channel, pieces
-from ccxml.frontend.algorithm import Options, check_ranks, program
+from ccxml.algorithms.mesh import Exchange, alltoallv_chunks, by_peer, check_counts
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.executor import run
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables import pairwise
+from ccxml.tables.plan import Copy
 from ccxml.vocab.wire import Coll
 
+#: thread blocks per rank that dependencies can name (depid <= 127 on every runtime)
+SERIALIZABLE_TBS = 128
 
+
+@algorithm("pairwise", Coll.ALLTOALL)
 def alltoall(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k_ = options.channels
-    prog = program("pairwise", Coll.ALLTOALL, p, p * k_, options)
-    _pairwise(prog, tuple((k_,) * p for _ in range(p)), k_)
+    k = options.channels
+    prog = program("pairwise", Coll.ALLTOALL, p, p * k, options)
+    _pairwise(prog, tuple((k,) * p for _ in range(p)), k)
     return prog
 
 
+@algorithm("pairwise", Coll.ALLTOALLV)
 def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
-    check_ranks(p)
     m = check_counts(counts, p, options.inplace)
     prog = program("pairwise", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
     _pairwise(prog, m, options.channels)
     return prog
 
 
-def _pairwise(prog: Program, m, k_: int) -> None:
+def _pairwise(prog: Program, m, k: int) -> None:
     p = len(m)
-    exchange = Exchange(prog, m)
+    exchange = Exchange(prog, m, k)
     exchange.local_copies()
     # HCCL's single stream, as dependencies: a rank's step k waits for its step k−1. Every peer
     # has its own TB, and a dependency can name only the first 128 TBs of a rank (depid is an
     # int8 in the kernels), so beyond 128 TBs per rank the steps run unserialised (the data
     # needs no order; each link still carries exactly one flow)
-    serialize = (p - 1) * k_ <= SERIALIZABLE_TBS
-    for k in range(1, p):
-        for c in range(k_):
-            for r in range(p):
-                j = (r + k) % p
-                for part, off, size in pieces(m[r][j], k_, exchange.limit):
-                    if part == c:
-                        exchange.send(r, j, off, size, chan=peer_channel(r, j, p, c))
-        if serialize:
-            prog.next_round()
+    run(prog, Copy(pairwise.alltoall(p), loc=exchange.landing, first=exchange.sent), instances=k,
+        channel=by_peer(p), merge=False, rounds=(p - 1) * k <= SERIALIZABLE_TBS)
     exchange.unstage()
 
 
-#: thread blocks per rank that dependencies can name (depid <= 127 on every runtime)
-SERIALIZABLE_TBS = 128
-
-
-COLLECTIVES = {
-    Coll.ALLTOALL: alltoall,
-    Coll.ALLTOALLV: alltoallv,
-}
+COLLECTIVES = registry.get("pairwise").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -29,209 +29,166 @@ Cost (HCCL doc; s = total bytes, p = S·M): RS = AG = max(s/p·β₁ + α₁, s/
 """
 from __future__ import annotations
 
-from ccxml.algorithms import _phases as ph
+from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.executor import run
+from ccxml.frontend.lanes import Lanes
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables import pipeline
+from ccxml.tables.plan import Copy, Reduce, Space
 from ccxml.vocab.wire import Buffer, Coll
 
 
 def _setup(coll: Coll, p: int, topology, options: Options, units: int) -> tuple[Program, int, int]:
-    s_, m_ = ph.uniform_shape("pipeline", p, topology)
+    s_, m_ = lv.uniform_shape("pipeline", p, topology)
     prog = program("pipeline", coll, p, options.channels * units, options,
-                   extra_attrs=ph.topology_attrs(topology))
+                   extra_attrs=lv.topology_attrs(topology))
     return prog, s_, m_
 
 
-def _place_intra(up: ph.LanePhase, down: ph.LanePhase, pairs) -> dict[tuple[int, int], int]:
-    """Channels of intra-server transfers: toward higher ranks on ``up``, lower on ``down``.
+class Slots:
+    """Lane plan of the slot tables (:class:`ccxml.frontend.lanes.Lanes` for one instance).
 
-    The two directions between a pair of ranks then sit in two one-way thread blocks. In one
-    full-duplex TB one side would issue its receive before its send (the ordering pass cannot
-    move a send that waits on another TB), and the exchange would run in lock-step, one
-    direction at a time.
+    Intra-server transfers toward higher ranks go on one lane phase, toward lower ranks on
+    another: the two directions between a pair then sit in two one-way thread blocks (in one
+    full-duplex TB one side would issue its receive before its send, and the exchange would run
+    in lock-step). Inter-server transfers are placed per sending server (with two servers, s+1 =
+    s−1, so the two directions get separate thread blocks); ``inters`` lane phases take turns
+    among the servers (a rank's inter receive and its inter forward must sit in different thread
+    blocks: fused into one rcs step, the block's flag would be published only after the forward,
+    and the intra copies of slot t would wait for the inter transfer of slot t). ``inter_first``:
+    the inter transfers are placed before the intra ones.
     """
-    ups = [(a, b) for a, b in pairs if a < b]
-    downs = [(a, b) for a, b in pairs if a > b]
-    cu = up.place(ups) if ups else -1
-    cd = down.place(downs) if downs else -1
-    return {(a, b): (cu if a < b else cd) for a, b in pairs}
+
+    def __init__(self, lanes: Lanes, s_: int, m_: int, *, inters: int, per: str | None,
+                 inter_first: bool):
+        self.s_, self.m_ = s_, m_
+        self.inters = [lanes.phase() for _ in range(inters)]
+        self.up, self.down = lanes.phase(), lanes.phase()
+        self.per, self.inter_first = per, inter_first
+
+    def _inter(self, s: int):
+        if len(self.inters) == 1:
+            return self.inters[0]
+        return self.inters[2] if self.s_ % 2 and s == self.s_ - 1 else self.inters[s % 2]
+
+    def place(self, prog: Program, pairs) -> list[int]:
+        """The lane group of each transfer (sender, receiver) of one slot (-1 for a local copy,
+        which stays on the instance's channel)."""
+        chans = [-1] * len(pairs)
+        inter: dict[int, list[int]] = {}
+        ups, downs = [], []
+        for t, pair in enumerate(pairs):
+            if pair is None or pair[0] == pair[1]:
+                continue
+            a, b = pair
+            if a // self.m_ != b // self.m_:
+                key = {"sender": a, "receiver": b, None: 0}[self.per] // self.m_
+                inter.setdefault(key, []).append(t)
+            else:
+                (ups if a < b else downs).append(t)
+        groups = [(self._inter(s), ts) for s, ts in sorted(inter.items())]
+        intra = [(self.up, ups), (self.down, downs)]
+        for phase, ts in (groups + intra if self.inter_first else intra + groups):
+            if ts:
+                chan = phase.place(prog, [pairs[t] for t in ts])
+                for t in ts:
+                    chans[t] = chan
+        return chans
 
 
-def _place_from(phase: ph.LanePhase, server: int, pairs) -> int:
-    """Channel of one server's inter-server sends. Placed per sending server, so that with two
-    servers (where s+1 = s−1) the two directions get separate thread blocks and run at once."""
-    return phase.place(pairs)
+def _gather(prog: Program, s_: int, m_: int, lanes: Lanes, loc, first, direction: int) -> None:
+    """All-gather of the rank blocks: inter ring in ``direction`` (+1: to s+1) ∥ intra mesh."""
+    slots = Slots(lanes, s_, m_, inters=3, per="sender", inter_first=True)
+    run(prog, Copy(pipeline.gather(s_, m_, direction), loc=loc, first=first), instances=[lanes.c],
+        lanes=slots, merge=False)
 
 
-def _gather_slots(s_: int, m_: int, lanes: ph.Lanes, loc, first, direction: int) -> None:
-    """All-gather of the rank blocks: inter ring in ``direction`` (+1: to s+1) ∥ intra mesh.
-
-    ``loc(rank, block)`` is where a block lives, ``first(rank)`` where a rank reads its own block.
-    """
-    # A rank's inter receive and its inter forward must sit in different thread blocks: fused
-    # into one rcs step, the block's flag would be published only after the forward, and the
-    # intra copies of slot t would wait for the inter transfer of slot t. So the ring's links
-    # alternate between two phases (three for an odd ring), which never share a thread block.
-    inters = [lanes.phase() for _ in range(3)]
-    up, down = lanes.phase(), lanes.phase()
-    rank = lambda s, i: (s % s_) * m_ + i  # noqa: E731
-
-    def inter_of(s: int) -> ph.LanePhase:
-        return inters[2] if s_ % 2 and s == s_ - 1 else inters[s % 2]
-
-    for t in range(s_):
-        held = {}                                   # (s, i) -> block it forwards in slot t
-        for s in range(s_):
-            for i in range(m_):
-                b = rank(s - direction * t, i)
-                held[(s, i)] = (b, first(rank(s, i)) if t == 0 else loc(rank(s, i), b))
-        if t < s_ - 1:
-            for s in range(s_):
-                chan = inter_of(s).place([(rank(s, i), rank(s + direction, i)) for i in range(m_)])
-                for i in range(m_):
-                    b, data = held[(s, i)]
-                    ph.copy(data, loc(rank(s + direction, i), b), chan)
-        if m_ > 1:
-            pairs = [(rank(s, i), rank(s, j)) for s in range(s_) for i in range(m_) for j in range(m_) if i != j]
-            chans = _place_intra(up, down, pairs)
-            for s in range(s_):
-                for i in range(m_):
-                    b, data = held[(s, i)]
-                    for j in range(m_):
-                        if j != i:
-                            ph.copy(data, loc(rank(s, j), b), chans[(rank(s, i), rank(s, j))])
+def _reduce(prog: Program, s_: int, m_: int, lanes: Lanes, src, acc, final) -> None:
+    """Reduce-scatter of the rank blocks: intra mesh reductions ∥ inter ring toward s−1."""
+    slots = Slots(lanes, s_, m_, inters=1, per="receiver", inter_first=False)
+    run(prog, Reduce(pipeline.reduce(s_, m_), own=src, acc=acc, final=final), instances=[lanes.c],
+        lanes=slots, merge=False)
 
 
-def _reduce_slots(s_: int, m_: int, lanes: ph.Lanes, src, acc, final) -> None:
-    """Reduce-scatter of the rank blocks: intra mesh reductions ∥ inter ring toward s−1.
-
-    ``src(rank, block)`` is a rank's contribution, ``acc(rank, block)`` its staging copy,
-    ``final(rank)`` where the rank's own complete block goes.
-    """
-    inter, up, down = lanes.phase(), lanes.phase(), lanes.phase()
-    rank = lambda s, i: (s % s_) * m_ + i  # noqa: E731
-    cur: dict[tuple[int, int], tuple] = {}
-
-    def value(r: int, b: int):
-        v = cur.get((r, b))
-        return v if v is not None else src(r, b)
-
-    def into(r: int, b: int, last: bool):
-        return final(r) if last and b == r else acc(r, b)
-
-    for t in range(s_):
-        x = {(s, i): rank(s + 1 + t, i) for s in range(s_) for i in range(m_)}     # X_t
-        if m_ > 1:
-            pairs = [(rank(s, j), rank(s, i)) for s in range(s_) for i in range(m_) for j in range(m_) if i != j]
-            chans = _place_intra(up, down, pairs)
-            for s in range(s_):
-                for i in range(m_):
-                    r, b = rank(s, i), x[(s, i)]
-                    peers = [j for j in range(m_) if j != i]
-                    for n, j in enumerate(peers):
-                        last = t == 0 and n == len(peers) - 1
-                        cur[(r, b)] = ph.reduce(src(rank(s, j), b), value(r, b), into(r, b, last),
-                                                chans[(rank(s, j), r)])
-        if t >= 1:
-            for s in range(s_):
-                chan = _place_from(inter, s, [(rank(s + 1, i), rank(s, i)) for i in range(m_)])
-                for i in range(m_):
-                    r, b = rank(s, i), x[(s, i)]
-                    cur[(r, b)] = ph.reduce(value(rank(s + 1, i), b), value(r, b), into(r, b, True), chan)
-
-
-def allgather(p: int, *, topology=None, options: Options = Options()) -> Program:
-    prog, s_, m_ = _setup(Coll.ALLGATHER, p, topology, options, p)
-    k_ = options.channels
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, 1, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, p, block=1, instances=k_, instance=c)
-        loc = lambda r, b: out(r, b, b + 1)  # noqa: E731
-        first = lambda r: inp(r, 0, 1)  # noqa: E731
-        for r in range(p):
-            ph.copy(first(r), loc(r, r), c)
-        _gather_slots(s_, m_, ph.Lanes(k_, c), loc, first, +1)
-    return prog
-
-
-def reducescatter(p: int, *, topology=None, options: Options = Options()) -> Program:
-    prog, s_, m_ = _setup(Coll.REDUCESCATTER, p, topology, options, p)
-    k_ = options.channels
-    for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, p, block=1, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, 1, instances=k_, instance=c)
-        scr = ph.Space(prog, Buffer.SCRATCH, p, instances=k_, instance=c)
-        _reduce_slots(s_, m_, ph.Lanes(k_, c), src=lambda r, b: inp(r, b, b + 1),
-                      acc=lambda r, b: scr(r, b, b + 1), final=lambda r: out(r, 0, 1))
-    return prog
-
-
+@algorithm("pipeline", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options()) -> Program:
     prog, s_, m_ = _setup(Coll.ALLREDUCE, p, topology, options, p)
     k_ = options.channels
     for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, p, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, p, instances=k_, instance=c)
-        lanes = ph.Lanes(k_, c)
-        loc = lambda r, b: out(r, b, b + 1)  # noqa: E731
-        _reduce_slots(s_, m_, lanes, src=lambda r, b: inp(r, b, b + 1), acc=loc,
-                      final=lambda r: loc(r, r))
-        _gather_slots(s_, m_, lanes, loc, lambda r: loc(r, r), -1)
+        inp = Space(Buffer.INPUT, p, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, p, instances=k_, instance=c)
+        lanes = Lanes(k_, c)
+        loc = lambda r, b, c: out(b, b + 1)  # noqa: E731
+        _reduce(prog, s_, m_, lanes, src=lambda r, b, c: inp(b, b + 1), acc=loc, final=loc)
+        _gather(prog, s_, m_, lanes, loc, loc, -1)
     return prog
 
 
+@algorithm("pipeline", Coll.ALLGATHER)
+def allgather(p: int, *, topology=None, options: Options = Options()) -> Program:
+    prog, s_, m_ = _setup(Coll.ALLGATHER, p, topology, options, p)
+    k_ = options.channels
+    for c in range(k_):
+        inp = Space(Buffer.INPUT, 1, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, p, block=1, instances=k_, instance=c)
+        for r in range(p):
+            lv.copy(prog, r, inp(0, 1), r, out(r, r + 1), c)
+        _gather(prog, s_, m_, Lanes(k_, c), lambda r, b, c: out(b, b + 1), lambda r, b, c: inp(0, 1), +1)
+    return prog
+
+
+@algorithm("pipeline", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, topology=None, options: Options = Options()) -> Program:
+    prog, s_, m_ = _setup(Coll.REDUCESCATTER, p, topology, options, p)
+    k_ = options.channels
+    for c in range(k_):
+        inp = Space(Buffer.INPUT, p, block=1, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, 1, instances=k_, instance=c)
+        scr = Space(Buffer.SCRATCH, p, instances=k_, instance=c)
+        _reduce(prog, s_, m_, Lanes(k_, c), src=lambda r, b, c: inp(b, b + 1),
+                acc=lambda r, b, c: scr(b, b + 1), final=lambda r, b, c: out(0, 1))
+    return prog
+
+
+@algorithm("pipeline", Coll.ALLTOALL)
 def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
     prog, s_, m_ = _setup(Coll.ALLTOALL, p, topology, options, p)
     k_ = options.channels
-    rank = lambda s, i: (s % s_) * m_ + i  # noqa: E731
+    staging = max(1, (s_ - 1) * m_)
     for c in range(k_):
-        inp = ph.Space(prog, Buffer.INPUT, p, block=1, instances=k_, instance=c)
-        out = ph.Space(prog, Buffer.OUTPUT, p, block=1, instances=k_, instance=c)
-        staging = max(1, (s_ - 1) * m_)
-        scr = ph.Space(prog, Buffer.SCRATCH, staging, instances=k_, instance=c)
+        inp = Space(Buffer.INPUT, p, block=1, instances=k_, instance=c)
+        out = Space(Buffer.OUTPUT, p, block=1, instances=k_, instance=c)
+        scr = Space(Buffer.SCRATCH, staging, instances=k_, instance=c)
         # in place, output block j IS the input block j this rank still has to send to rank j:
         # land everything in scratch and copy it over once every send has been issued
-        land = (ph.Space(prog, Buffer.SCRATCH, p, instances=k_, instance=c, base=k_ * staging)
+        land = (Space(Buffer.SCRATCH, p, instances=k_, instance=c, base=k_ * staging)
                 if options.inplace else out)
-        lanes = ph.Lanes(k_, c)
-        inter, up, down = lanes.phase(), lanes.phase(), lanes.phase()
 
-        def staged(r: int, t: int, j: int):
-            """Where r keeps, after inter slot t, the block for local rank j of its server."""
-            return scr(r, t * m_ + j, t * m_ + j + 1)
+        def held(r: int, b: int, c: int):
+            """Where data for rank d from rank o waits on r: o's input, or r's staging slot for
+            the inter-server slot that brought it."""
+            o, d = divmod(b // 2, p)
+            if r == o:
+                return inp(d, d + 1)
+            t = (d // m_ - o // m_ - 1) % s_
+            return scr(t * m_ + d % m_, t * m_ + d % m_ + 1)
 
-        for t in range(s_):
-            if t < s_ - 1:
-                pairs = [(rank(s, i), rank(s + 1 + t, i)) for s in range(s_) for i in range(m_)]
-                chan = inter.place(pairs)
-                for s in range(s_):
-                    for i in range(m_):
-                        dst_s = (s + 1 + t) % s_
-                        ph.copy(inp(rank(s, i), dst_s * m_, dst_s * m_ + m_),
-                                scr(rank(dst_s, i), t * m_, t * m_ + m_), chan)
-            # intra slot t: the block for (s, i) that originated at ((s − t) mod S, j)
-            chans = _place_intra(up, down, [(rank(s, j), rank(s, i)) for s in range(s_)
-                                            for i in range(m_) for j in range(m_) if i != j])
-            for s in range(s_):
-                for i in range(m_):
-                    for j in range(m_):
-                        src_rank = rank(s - t, j)
-                        data = (inp(rank(s, j), rank(s, i), rank(s, i) + 1) if t == 0
-                                else staged(rank(s, j), t - 1, i))
-                        ph.copy(data, land(rank(s, i), src_rank, src_rank + 1),
-                                chans.get((rank(s, j), rank(s, i)), c))
+        def stored(r: int, b: int, c: int):
+            """Where a leg delivers: the staging slot (inter), the destination's landing (intra)."""
+            return held(r, b, c) if b % 2 == 0 else land(b // 2 // p, b // 2 // p + 1)
+
+        slots = Slots(Lanes(k_, c), s_, m_, inters=1, per=None, inter_first=True)
+        run(prog, Copy(pipeline.alltoall(s_, m_), loc=stored, first=held), instances=[c], lanes=slots,
+            merge=False)
         if land is not out:
             for r in range(p):
-                ph.copy(land(r, 0, p), out(r, 0, p), c)
+                lv.copy(prog, r, land(0, p), r, out(0, p), c)
     return prog
 
 
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.ALLTOALL: alltoall,
-}
+COLLECTIVES = registry.get("pipeline").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -20,136 +20,103 @@ BC (pipelined, p chunks) (2p−2)(α + nβ/p).
 """
 from __future__ import annotations
 
-from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
-from ccxml.vocab.wire import Coll
+from ccxml.frontend.executor import run
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables import ring
+from ccxml.tables.plan import Copy, Reduce, by_block, fixed
+from ccxml.vocab.wire import Buffer, Coll
+
+I, O, S = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
 
 
-def _reduce_scatter_steps(prog: Program, p: int, k_: int, final) -> None:
-    """Ring reduce-scatter over p blocks of K chunks; ``final(r, c)`` is where r's block lands.
-    Running sums are kept in the output where it has room for every block, else in scratch."""
-    partial = prog.scratch if prog.collective.coll is Coll.REDUCESCATTER else prog.output
-    for c in range(k_):
-        for k in range(p - 1):
-            last = k == p - 2
-            for r in range(p):
-                b, nxt = (r - 1 - k) % p, (r + 1) % p
-                i = b * k_ + c
-                src = prog.input(r, i) if k == 0 else partial(r, i)
-                out = final(nxt, c) if last else partial(nxt, i)
-                src.reduce(prog.input(nxt, i), chan=c, out=out)
-
-
-def reducescatter(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k_ = options.channels
-    prog = program("ring", Coll.REDUCESCATTER, p, p * k_, options)
-    _reduce_scatter_steps(prog, p, k_, final=lambda r, c: prog.output(r, c))
-    return prog
-
-
-def _all_gather_steps(prog: Program, p: int, k_: int, first) -> None:
-    """Ring all-gather of the blocks in the output; ``first(r, c)`` is r's own block to send."""
-    for c in range(k_):
-        for k in range(p - 1):
-            for r in range(p):
-                b, nxt = (r - k) % p, (r + 1) % p
-                src = first(r, c) if k == 0 else prog.output(r, b * k_ + c)
-                src.copy(prog.output(nxt, b * k_ + c), chan=c)
-
-
-def allgather(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k_ = options.channels
-    prog = program("ring", Coll.ALLGATHER, p, p * k_, options)
-    for r in range(p):
-        prog.input(r, 0, k_).copy(prog.output(r, r * k_, k_))
-    _all_gather_steps(prog, p, k_, first=lambda r, c: prog.input(r, c))
-    return prog
-
-
+@algorithm("ring", Coll.ALLREDUCE)
 def allreduce(p: int, *, options: Options = Options()) -> Program:
-    check_ranks(p)
-    k_ = options.channels
-    prog = program("ring", Coll.ALLREDUCE, p, p * k_, options)
-    _reduce_scatter_steps(prog, p, k_, final=lambda r, c: prog.output(r, r * k_ + c))
-    _all_gather_steps(prog, p, k_, first=lambda r, c: prog.output(r, r * k_ + c))
+    k = options.channels
+    prog = program("ring", Coll.ALLREDUCE, p, p * k, options)
+    run(prog, Reduce(ring.reduce_scatter(p), own=by_block(I, k), acc=by_block(O, k)), instances=k,
+        order="channels")
+    run(prog, Copy(ring.all_gather(p), loc=by_block(O, k)), instances=k, order="channels")
     return prog
 
 
+@algorithm("ring", Coll.ALLGATHER)
+def allgather(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("ring", Coll.ALLGATHER, p, p * k, options)
+    for r in range(p):
+        prog.input(r, 0, k).copy(prog.output(r, r * k, k))
+    run(prog, Copy(ring.all_gather(p), loc=by_block(O, k), first=fixed(I)), instances=k, order="channels")
+    return prog
+
+
+@algorithm("ring", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("ring", Coll.REDUCESCATTER, p, p * k, options)
+    run(prog, Reduce(ring.reduce_scatter(p), own=by_block(I, k), acc=by_block(S, k), final=fixed(O)),
+        instances=k, order="channels")
+    return prog
+
+
+@algorithm("ring", Coll.BROADCAST)
 def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("ring", Coll.BROADCAST, p, p * k_, options, root=root)
-    prog.input(root, 0, p * k_).copy(prog.output(root, 0, p * k_))
-    for j in range(p * k_):
-        for d in range(p - 1):
-            r = (root + d) % p
-            src = prog.input(r, j) if d == 0 else prog.output(r, j)
-            src.copy(prog.output((r + 1) % p, j), chan=j % k_)
+    k = options.channels
+    prog = program("ring", Coll.BROADCAST, p, p * k, options, root=root)
+    prog.input(root, 0, p * k).copy(prog.output(root, 0, p * k))
+    run(prog, Copy(ring.block_bcast(p, p), loc=by_block(O, k), first=by_block(I, k)),
+        members=_from(root, p), instances=k)
     return prog
 
 
+@algorithm("ring", Coll.REDUCE)
 def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("ring", Coll.REDUCE, p, k_, options, root=root)
-    for c in range(k_):
-        acc = prog.input((root + 1) % p, c)
-        for k in range(p - 1):
-            r = (root + 2 + k) % p
-            out = prog.output(r, c) if r == root else prog.scratch(r, c)
-            acc = acc.reduce(prog.input(r, c), chan=c, out=out)
+    k = options.channels
+    prog = program("ring", Coll.REDUCE, p, k, options, root=root)
+    run(prog, Reduce(ring.chain_reduce(p, 1), own=fixed(I), acc=fixed(S), final=fixed(O),
+                     owner=lambda j: 0), members=_from(root, p), instances=k, order="channels")
     return prog
 
 
+@algorithm("ring", Coll.SCATTER)
 def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("ring", Coll.SCATTER, p, k_, options, root=root)
-    prog.input(root, root * k_, k_).copy(prog.output(root, 0, k_))
-    rank = lambda d: (root + d) % p   # noqa: E731 - distance from the root -> rank
-    for c in range(k_):
-        for t in range(1, p):
-            for d in range(min(t, p - 1)):
-                owner = rank(p - t + d)                       # whose block moves in this slot
-                src = prog.input(root, owner * k_ + c) if d == 0 else prog.scratch(rank(d), owner * k_ + c)
-                dst_rank = rank(d + 1)
-                dst = prog.output(dst_rank, c) if dst_rank == owner else prog.scratch(dst_rank, owner * k_ + c)
-                src.copy(dst, chan=c)
+    k = options.channels
+    prog = program("ring", Coll.SCATTER, p, k, options, root=root)
+    prog.input(root, root * k, k).copy(prog.output(root, 0, k))
+
+    def held(r: int, j: int, c: int):
+        """The block of member j (from the root): in r's output if it is r's own, else in scratch."""
+        owner = (root + j) % p
+        return (O, c, 1) if r == owner else (S, owner * k + c, 1)
+
+    run(prog, Copy(ring.scatter(p), loc=held, first=lambda r, j, c: (I, (root + j) % p * k + c, 1)),
+        members=_from(root, p), instances=k, order="channels")
     return prog
 
 
+@algorithm("ring", Coll.GATHER)
 def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("ring", Coll.GATHER, p, k_, options, root=root)
-    prog.input(root, 0, k_).copy(prog.output(root, root * k_, k_))
-    rank = lambda d: (root + d) % p   # noqa: E731 - distance from the root -> rank
-    for c in range(k_):
-        for t in range(1, p):
-            for d in range(p - 1, t - 1, -1):
-                owner = rank(d - t + 1)
-                src = prog.input(owner, c) if t == 1 else prog.scratch(rank(d), owner * k_ + c)
-                dst_rank = rank(d + 1)
-                dst = prog.output(root, owner * k_ + c) if dst_rank == root else prog.scratch(dst_rank, owner * k_ + c)
-                src.copy(dst, chan=c)
+    k = options.channels
+    prog = program("ring", Coll.GATHER, p, k, options, root=root)
+    prog.input(root, 0, k).copy(prog.output(root, root * k, k))
+
+    def held(r: int, j: int, c: int):
+        """The block of member j (from the root): in the root's output, else in scratch."""
+        owner = (root + j) % p
+        return (O, owner * k + c, 1) if r == root else (S, owner * k + c, 1)
+
+    run(prog, Copy(ring.gather(p), loc=held, first=fixed(I)), members=_from(root, p), instances=k,
+        order="channels")
     return prog
 
 
-COLLECTIVES = {
-    Coll.ALLREDUCE: allreduce,
-    Coll.ALLGATHER: allgather,
-    Coll.REDUCESCATTER: reducescatter,
-    Coll.BROADCAST: broadcast,
-    Coll.REDUCE: reduce,
-    Coll.SCATTER: scatter,
-    Coll.GATHER: gather,
-}
+def _from(root: int, p: int) -> list[int]:
+    """The ranks in ring order from the root (the tables' member 0)."""
+    return [(root + i) % p for i in range(p)]
+
+
+COLLECTIVES = registry.get("ring").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -3,7 +3,7 @@ all-reduce among one rank per server, intra-server ring broadcast.
 
 S servers × M ranks per server, rank (s, i) = s·M + i; the leader of server s is (s, 0). The
 buffer is S blocks of M units (× K instances for ``--channels K``; channels follow the lane plan
-of ``_phases.Lanes``).
+of ``ccxml.frontend.lanes.Lanes``).
 
 1. ``intra="allreduce"`` (default): ring all-reduce inside every server (M blocks of S units),
    so every rank, the leader included, holds the server's sum; ``intra="reduce"``: the blocks are
@@ -22,41 +22,42 @@ Cost (n bytes, level 0 = intra, level 1 = inter): 2(M−1)α₀ + 2(M−1)/M·n�
 """
 from __future__ import annotations
 
-from ccxml.algorithms import _phases as ph
+from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables import ring
+from ccxml.tables.schemes import INTER
 from ccxml.vocab.wire import Coll
 
 INTRA = ("allreduce", "reduce")
 
 
+@algorithm("2d-ring", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "allreduce",
               inter: str = "ring") -> Program:
-    prog, s_, m_, instances = ph.two_level("2d-ring", p, topology, options, intra=intra,
-                                           intra_choices=INTRA, inter=inter)
-    servers = ph.servers_of(s_, m_)
+    prog, s_, m_, instances = lv.two_level("2d-ring", p, topology, options)
+    servers = lv.servers_of(s_, m_)
+    leaders = [s * m_ for s in range(s_)]
     for inp, out, lanes in instances:
         for mem in servers:
             if intra == "allreduce":
-                ph.allreduce_phase(mem, "ring", lanes,
-                                   src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
-                                   loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+                lv.allreduce(prog, mem, "ring", lanes, src=lambda r, j, c: inp(j * s_, (j + 1) * s_),
+                             loc=lambda r, j, c: out(j * s_, (j + 1) * s_))
             else:
-                ph.run_reduce(mem, ph.chain_reduce(m_, s_), lanes, owner=lambda j: 0, nblocks=s_,
-                              src=lambda pos, j, mem=mem: inp(mem[pos], j * m_, (j + 1) * m_),
-                              acc=lambda pos, j, mem=mem: out(mem[pos], j * m_, (j + 1) * m_))
-        leaders = [s * m_ for s in range(s_)]
+                lv.reduce_table(prog, mem, ring.chain_reduce(m_, s_), lanes, owner=lambda j: 0,
+                                nblocks=s_, src=lambda r, j, c: inp(j * m_, (j + 1) * m_),
+                                acc=lambda r, j, c: out(j * m_, (j + 1) * m_))
         src = inp if m_ == 1 else out          # one rank per server: nothing reduced yet
-        ph.allreduce_phase(leaders, inter, lanes,
-                           src=lambda pos, j: src(leaders[pos], j * m_, (j + 1) * m_),
-                           loc=lambda pos, j: out(leaders[pos], j * m_, (j + 1) * m_))
+        lv.allreduce(prog, leaders, inter, lanes, src=lambda r, j, c: src(j * m_, (j + 1) * m_),
+                     loc=lambda r, j, c: out(j * m_, (j + 1) * m_))
         for mem in servers:
-            ph.run_copy(mem, ph.chain_bcast(m_, s_), lanes,
-                        loc=lambda pos, j, mem=mem: out(mem[pos], j * m_, (j + 1) * m_))
+            lv.copy_table(prog, mem, ring.chain_bcast(m_, s_), lanes,
+                          loc=lambda r, j, c: out(j * m_, (j + 1) * m_))
     return prog
 
 
-COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+COLLECTIVES = registry.get("2d-ring").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

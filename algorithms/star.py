@@ -19,52 +19,46 @@ Cost (HCCL doc, n = bytes between root and each rank; root-side serialization ig
 """
 from __future__ import annotations
 
-from ccxml.algorithms.mesh import accumulate, peer_channel, peers, root_gather, root_scatter, slot
-from ccxml.frontend.algorithm import Options, check_ranks, check_root, program
+from ccxml.algorithms.mesh import by_peer, root_gather, root_scatter, slots
+from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
-from ccxml.vocab.wire import Coll
+from ccxml.frontend.executor import run
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables import star
+from ccxml.tables.plan import Copy, Reduce, fixed
+from ccxml.vocab.wire import Buffer, Coll
 
 
+@algorithm("star", Coll.BROADCAST)
 def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("star", Coll.BROADCAST, p, k_, options, root=root)
-    prog.input(root, 0, k_).copy(prog.output(root, 0, k_))
-    for c in range(k_):
-        for j in peers(root, p):
-            prog.input(root, c).copy(prog.output(j, c), chan=peer_channel(root, j, p, c))
+    k = options.channels
+    prog = program("star", Coll.BROADCAST, p, k, options, root=root)
+    prog.input(root, 0, k).copy(prog.output(root, 0, k))
+    run(prog, Copy(star.bcast(p, 1, root), loc=fixed(Buffer.OUTPUT), first=fixed(Buffer.INPUT)),
+        instances=k, channel=by_peer(p))
     return prog
 
 
-def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    return root_gather("star", p, root, options)
-
-
+@algorithm("star", Coll.REDUCE)
 def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
-    check_ranks(p)
-    check_root(root, p)
-    k_ = options.channels
-    prog = program("star", Coll.REDUCE, p, k_, options, root=root)
-    for c in range(k_):
-        for j in peers(root, p):
-            prog.input(j, c).copy(prog.scratch(root, slot(j, root, p) * k_ + c),
-                                  chan=peer_channel(j, root, p, c))
-    for c in range(k_):
-        accumulate(prog, root, p, k_, c, own=prog.input(root, c), final=prog.output(root, c))
+    k = options.channels
+    prog = program("star", Coll.REDUCE, p, k, options, root=root)
+    run(prog, Reduce(star.reduce(p, 1, root), own=fixed(Buffer.INPUT), acc=fixed(Buffer.OUTPUT),
+                     land=slots(p, k)), instances=k, channel=by_peer(p))
     return prog
 
 
+@algorithm("star", Coll.SCATTER)
 def scatter(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     return root_scatter("star", p, root, options)
 
 
-COLLECTIVES = {
-    Coll.BROADCAST: broadcast,
-    Coll.REDUCE: reduce,
-    Coll.SCATTER: scatter,
-    Coll.GATHER: gather,
-}
+@algorithm("star", Coll.GATHER)
+def gather(p: int, *, root: int = 0, options: Options = Options()) -> Program:
+    return root_gather("star", p, root, options)
+
+
+COLLECTIVES = registry.get("star").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

@@ -2,7 +2,7 @@
 
 S servers × M ranks per server, rank (s, i) = s·M + i. The buffer is M·S units (× K instances
 for ``--channels K``); block i = units [i·S, (i+1)·S). Channels follow the lane plan of
-``_phases.Lanes`` (instance c of K on channels c, K + c, ...).
+``ccxml.frontend.lanes.Lanes`` (instance c of K on channels c, K + c, ...).
 
 1. intra-server reduce-scatter over the M blocks (every server in parallel): rank (s, i) ends
    with block i reduced over its server;
@@ -20,33 +20,33 @@ RS (M−1)α₀ + (M−1)/M·n(β₀+γ)  +  AR 2(S−1)α₁ + 2(S−1)/(S·M)�
 """
 from __future__ import annotations
 
-from ccxml.algorithms import _phases as ph
+from ccxml.frontend import levels as lv
 from ccxml.frontend.algorithm import Options
 from ccxml.frontend.chunk import Program
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.tables.schemes import INTER, INTRA
 from ccxml.vocab.wire import Coll
 
 
+@algorithm("2d-torus", Coll.ALLREDUCE, intra=INTRA, inter=INTER)
 def allreduce(p: int, *, topology=None, options: Options = Options(), intra: str = "ring",
               inter: str = "ring") -> Program:
-    prog, s_, m_, instances = ph.two_level("2d-torus", p, topology, options, intra=intra,
-                                           intra_choices=ph.INTRA, inter=inter)
-    servers = ph.servers_of(s_, m_)
+    prog, s_, m_, instances = lv.two_level("2d-torus", p, topology, options)
+    servers = lv.servers_of(s_, m_)
     planes = [[s * m_ + i for s in range(s_)] for i in range(m_)]
     for inp, out, lanes in instances:
         for mem in servers:
-            ph.reduce_scatter_phase(mem, intra, lanes,
-                                    src=lambda pos, j, mem=mem: inp(mem[pos], j * s_, (j + 1) * s_),
-                                    acc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+            lv.reduce_scatter(prog, mem, intra, lanes, src=lambda r, j, c: inp(j * s_, (j + 1) * s_),
+                              acc=lambda r, j, c: out(j * s_, (j + 1) * s_))
         for i, mem in enumerate(planes):
-            loc = lambda pos, j, mem=mem, i=i: out(mem[pos], i * s_ + j, i * s_ + j + 1)  # noqa: E731
-            ph.allreduce_phase(mem, inter, lanes, src=loc, loc=loc)
+            loc = lambda r, j, c, i=i: out(i * s_ + j, i * s_ + j + 1)  # noqa: E731
+            lv.allreduce(prog, mem, inter, lanes, src=loc, loc=loc)
         for mem in servers:
-            ph.all_gather_phase(mem, intra, lanes,
-                                loc=lambda pos, j, mem=mem: out(mem[pos], j * s_, (j + 1) * s_))
+            lv.all_gather(prog, mem, intra, lanes, loc=lambda r, j, c: out(j * s_, (j + 1) * s_))
     return prog
 
 
-COLLECTIVES = {Coll.ALLREDUCE: allreduce}
+COLLECTIVES = registry.get("2d-torus").builders
 
 if __name__ == "__main__":
     from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS

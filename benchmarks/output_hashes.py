@@ -20,7 +20,7 @@ _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)
 
 from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 
-from ccxml.algorithms import REGISTRY, get
+from ccxml.algorithms import registry  # noqa: E402
 from ccxml.cli.generate import generate_text
 from ccxml.topology.model import Topology
 
@@ -46,12 +46,12 @@ def main() -> None:
     args = ap.parse_args()
     announce(times_native=False, stream=_sys.stderr)     # stdout is the hashes, to diff
     for alg in FLAT:
-        for coll in get(alg).COLLECTIVES:
+        for coll in registry.get(alg).builders:
             for p in RANKS:
                 for target in ("exec", "rccl", "legacy"):
                     print(line(f"{alg} {coll.value} {p}", alg, coll.value, p, target), flush=True)
-    for alg in (n for n in REGISTRY if n not in FLAT):
-        for coll in get(alg).COLLECTIVES:
+    for alg in (n for n in registry.names() if n not in FLAT):
+        for coll in registry.get(alg).builders:
             for servers, per in SHAPES:
                 topo = Topology.uniform(servers, per)
                 print(line(f"{alg} {coll.value} {servers}x{per}", alg, coll.value, servers * per,

@@ -19,10 +19,13 @@ import os
 import re
 import sys
 
-#: modules setup.py compiles (the IR, the Chunk API, the passes and the writer)
+#: modules setup.py compiles (the IR, the Chunk API and its executor, the planner of the tables,
+#: the passes and the writer)
 NATIVE_MODULES = (
     "ccxml.ir.nodes",
     "ccxml.frontend.chunk",
+    "ccxml.frontend.executor",
+    "ccxml.tables.plan",
     "ccxml.passes.threadblocks",
     "ccxml.passes.ordering",
     "ccxml.passes.fusion",

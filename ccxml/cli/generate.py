@@ -33,10 +33,10 @@ def build_program(algorithm: str, coll: str, ranks: int, *, root=None, counts=No
 
     ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
     validates them; an algorithm that takes none of them says so (AlgorithmError)."""
-    from ccxml.algorithms import build
+    from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
-    return build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
-                 topology=topology, intra=intra, inter=inter, variant=variant)
+    return registry.build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
+                          topology=topology, intra=intra, inter=inter, variant=variant)
 
 
 def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec",
@@ -253,12 +253,12 @@ def _check_dump_after(names, target: str, no_fuse: bool) -> None:
 @click.command("list")
 def list_algorithms():
     """Show which collectives each algorithm supports."""
-    from ccxml.algorithms import available
-    mods = available()
+    from ccxml.algorithms import registry
+    found = registry.available()
     short = {"allreduce": "AR", "allgather": "AG", "reducescatter": "RS", "alltoall": "A2A",
              "alltoallv": "A2AV", "broadcast": "BC", "reduce": "RD", "gather": "GA", "scatter": "SC"}
-    width = max(len(n) for n in mods) + 2
+    width = max(len(n) for n in found) + 2
     click.echo(" " * width + " ".join(f"{short[c]:>4}" for c in COLL_NAMES))
-    for name, mod in mods.items():
-        marks = " ".join(f"{'x' if Coll(c) in mod.COLLECTIVES else '.':>4}" for c in COLL_NAMES)
+    for name, alg in found.items():
+        marks = " ".join(f"{'x' if Coll(c) in alg.builders else '.':>4}" for c in COLL_NAMES)
         click.echo(f"{name:<{width}}{marks}")

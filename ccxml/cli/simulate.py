@@ -7,7 +7,6 @@ of thumb (:mod:`ccxml.simulator.rules`).
 """
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import sys
@@ -29,21 +28,6 @@ def _schedule_from_text(text: str):
     return loads(text)
 
 
-def _topology_kwargs(builder, topology) -> dict:
-    """The topology arguments ``builder`` accepts (by parameter name), from ``topology``."""
-    if topology is None or topology.groups is None:
-        return {}
-    params = inspect.signature(builder).parameters
-    if "topology" in params:
-        return {"topology": topology}
-    out = {}
-    if "groups" in params:
-        out["groups"] = list(topology.groups)
-    elif "servers" in params and "ranks_per_server" in params and topology.ranks_per_server:
-        out["servers"], out["ranks_per_server"] = topology.servers, topology.ranks_per_server
-    return out
-
-
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
                        topology=None, target: str = "exec", **options):
     """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule.
@@ -53,16 +37,15 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     runtime profile whose limits the compiler meets (it may split long thread blocks).
     Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...).
     """
-    from ccxml.algorithms import build, get
+    from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
     from ccxml.writer.msccl import to_xml
-    module = get(algorithm)
+    alg = registry.get(algorithm)
     c = Coll(coll)
     if c.rooted and root is None:
         root = 0
-    builder = module.COLLECTIVES.get(c)
-    kwargs = _topology_kwargs(builder, topology) if builder is not None else {}
-    prog = build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs)
+    kwargs = alg.topology_args(c, topology) if c in alg.builders else {}
+    prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs)
     algo = prog.compile(target)
     return _schedule_from_text(to_xml(algo, target))
 
@@ -361,13 +344,13 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
     unavailable = [(name, reason)] for algorithms that cannot build this shape.
     """
-    from ccxml.algorithms import available
+    from ccxml.algorithms import registry
     from ccxml.simulator import simulate_schedule
     from ccxml.vocab.errors import SimulationError
     c = Coll(coll)
     ranked, skipped = [], []
-    for name, module in available().items():
-        if c not in module.COLLECTIVES:
+    for name, alg in registry.available().items():
+        if c not in alg.builders:
             continue
         try:
             sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
@@ -425,8 +408,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     if not ranked:
         notes.append(f"no available algorithm can run {coll} on {ranks} ranks here")
     elif rule_pick is None:
-        from ccxml.algorithms import available
-        present = [a for a in advice.algorithms if a in available()]
+        from ccxml.algorithms import registry
+        present = [a for a in advice.algorithms if a in registry.available()]
         why = "cannot run this shape" if present else "is not in this build of ccxml"
         notes.append(f"the rule's choice ({', '.join(advice.algorithms) or 'none'}) {why}")
     elif rule_pick != names[0]:

@@ -29,11 +29,11 @@ def _colls(values) -> tuple[str, ...]:
 def _algorithms(text):
     if text is None:
         return None
-    from ccxml.algorithms import available
+    from ccxml.algorithms import registry
     names = [a.strip() for a in text.split(",") if a.strip()]
     if not names:
         raise click.UsageError("--algorithms needs at least one name")
-    known = available()
+    known = registry.available()
     for a in names:
         if a not in known:
             raise click.UsageError(f"--algorithms: unknown algorithm {a!r}; available: "

@@ -19,6 +19,8 @@ cdef tuple _shared_ref(Program program, object chunk_type, Py_ssize_t index)
 
 cdef object _gather(object held, object item)
 
+cpdef Chunk piece(Program program, Py_ssize_t rank, object buffer, Py_ssize_t index, Py_ssize_t size)
+
 
 cdef class Chunk:
     cdef public Py_ssize_t gpu_id
@@ -29,11 +31,11 @@ cdef class Chunk:
     cdef public object ref
 
     cpdef _check_size(self, Chunk other)
-    cpdef copy(self, Chunk dst, chan=*)
+    cpdef copy(self, Chunk dst, chan=*, lane=*)
     cpdef copy_diff(self, Chunk dst, chan=*)
-    cpdef _transfer(self, Chunk dst, chan)
+    cpdef _transfer(self, Chunk dst, chan, lane)
     @cython.locals(prog=Program, send=Step, recv=Step, limit=Py_ssize_t)
-    cpdef reduce(self, Chunk dst, chan=*, Chunk out=*)
+    cpdef reduce(self, Chunk dst, chan=*, Chunk out=*, lane=*)
 
 
 cdef class Program:
@@ -65,7 +67,8 @@ cdef class Program:
     @cython.locals(step=Step, access=Py_ssize_t, src_key=Py_ssize_t, dst_key=Py_ssize_t,
                    deps=list)
     cpdef Step _issue(self, object type, Py_ssize_t gpu, src=*, dst=*, Py_ssize_t cnt=*,
-                      Py_ssize_t send_peer=*, Py_ssize_t recv_peer=*, Py_ssize_t chan=*)
+                      Py_ssize_t send_peer=*, Py_ssize_t recv_peer=*, Py_ssize_t chan=*,
+                      Py_ssize_t lane=*)
     @cython.locals(index=Py_ssize_t, key=Py_ssize_t, end=Py_ssize_t, grow=list)
     cdef Py_ssize_t _key(self, Py_ssize_t gpu, tuple side, Py_ssize_t cnt) except -1
     @cython.locals(w=Step, readers=list)

@@ -47,7 +47,6 @@ from ccxml.vocab.wire import (
     COPY,
     CUSTOM_COLL,
     INPUT,
-    LINK_CALLS,
     OUTPUT,
     RECV,
     RECV_REDUCE_COPY,
@@ -58,7 +57,7 @@ from ccxml.vocab.wire import (
     Coll,
     Proto,
     StepType,
-    max_allowed_count,
+    message_cap,
 )
 from ccxml.writer.msccl import to_xml
 
@@ -113,19 +112,22 @@ class Chunk:
             yield (_new_chunk(self.program, self.gpu_id, self.chunk_type, self.index + lo, n),
                    _new_chunk(dst.program, dst.gpu_id, dst.chunk_type, dst.index + lo, n))
 
-    def copy(self, dst: "Chunk", chan: int = 0) -> "Chunk":
-        """Copy into ``dst`` (a ``cpy`` on one rank, a send/receive pair across ranks)."""
+    def copy(self, dst: "Chunk", chan: int = 0, lane: int = -1) -> "Chunk":
+        """Copy into ``dst`` (a ``cpy`` on one rank, a send/receive pair across ranks).
+
+        ``lane``, a group of :meth:`Program.lane_group`, leaves the channel of a transfer to the
+        threadblocks pass (``chan`` is then only a placeholder)."""
         if dst.program is not self.program or dst.size != self.size:
             self._check_size(dst)
         if dst.gpu_id != self.gpu_id:
-            return self._transfer(dst, chan)
+            return self._transfer(dst, chan, lane)
         if dst.ref == self.ref:
             return dst
         if self.size > MAX_CNT:
             for a, b in self._pieces(dst, MAX_CNT):
-                a.copy(b, chan)
+                a.copy(b, chan, lane)
             return dst
-        self.program._issue(COPY, self.gpu_id, self.ref, dst.ref, self.size, -1, -1, chan)
+        self.program._issue(COPY, self.gpu_id, self.ref, dst.ref, self.size, -1, -1, chan, lane)
         return dst
 
     def copy_diff(self, dst: "Chunk", chan: int = 0) -> "Chunk":
@@ -136,16 +138,16 @@ class Chunk:
             self._check_size(dst)
         if dst.gpu_id == self.gpu_id:
             raise ChunkError(f"copy_diff needs two ranks, both chunks are on rank {self.gpu_id}")
-        return self._transfer(dst, chan)
+        return self._transfer(dst, chan, -1)
 
-    def _transfer(self, dst: "Chunk", chan: int) -> "Chunk":
+    def _transfer(self, dst: "Chunk", chan: int, lane: int) -> "Chunk":
         prog = self.program
         if self.size > prog.message_cap:
             for a, b in self._pieces(dst, prog.message_cap):
-                a._transfer(b, chan)
+                a._transfer(b, chan, lane)
             return dst
-        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1, chan)
-        recv = prog._issue(RECV, dst.gpu_id, None, dst.ref, self.size, -1, self.gpu_id, chan)
+        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1, chan, lane)
+        recv = prog._issue(RECV, dst.gpu_id, None, dst.ref, self.size, -1, self.gpu_id, chan, lane)
         send.send_to, recv.recv_from = recv, send
         return dst
 
@@ -186,7 +188,7 @@ class Chunk:
         prog._issue_end(SEND, via, here.ref, None, self.size, dst.gpu_id, -1, chan)
         return recv
 
-    def reduce(self, dst: "Chunk", chan: int = 0, out: "Chunk | None" = None) -> "Chunk":
+    def reduce(self, dst: "Chunk", chan: int = 0, out: "Chunk | None" = None, lane: int = -1) -> "Chunk":
         """Combine this chunk into ``dst``: ``out`` (default ``dst``) = ``dst`` ⊕ this.
 
         Same rank: a local ``re`` (after a ``cpy`` of ``dst`` into ``out`` if they differ).
@@ -205,16 +207,16 @@ class Chunk:
         limit = MAX_CNT if dst.gpu_id == self.gpu_id else prog.message_cap
         if self.size > limit:
             for (a, b), (_, o) in zip(self._pieces(dst, limit), dst._pieces(out, limit)):
-                a.reduce(b, chan, out=o)
+                a.reduce(b, chan, o, lane)
             return out
         if dst.gpu_id == self.gpu_id:
             if out.ref != dst.ref:
-                dst.copy(out, chan)
-            prog._issue(REDUCE, self.gpu_id, self.ref, out.ref, self.size, -1, -1, chan)
+                dst.copy(out, chan, lane)
+            prog._issue(REDUCE, self.gpu_id, self.ref, out.ref, self.size, -1, -1, chan, lane)
             return out
-        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1, chan)
+        send = prog._issue(SEND, self.gpu_id, self.ref, None, self.size, dst.gpu_id, -1, chan, lane)
         recv = prog._issue(RECV_REDUCE_COPY, dst.gpu_id, dst.ref, out.ref, self.size, -1,
-                           self.gpu_id, chan)
+                           self.gpu_id, chan, lane)
         send.send_to, recv.recv_from = recv, send
         return out
 
@@ -238,6 +240,12 @@ def _new_chunk(program: "Program", gpu_id: int, chunk_type: Buffer, index: int, 
     c.size = size
     c.ref = _shared_ref(program, chunk_type, index)
     return c
+
+
+def piece(program: "Program", rank: int, buffer: Buffer, index: int, size: int) -> Chunk:
+    """``program.chunk(rank, buffer, index, size)`` for a ``buffer`` that is a Buffer (compiled:
+    a C call from the executor, which issues millions of them)."""
+    return program._chunk(rank, buffer, index, size)
 
 
 def _shared_ref(program: "Program", chunk_type: Buffer, index: int) -> tuple[Buffer, int]:
@@ -269,14 +277,6 @@ def _gather(held, item):
     if held is item:
         return held
     return [held, item]
-
-
-def message_cap(proto: Proto, max_bytes: int, nchunksperloop: int) -> int:
-    """Largest message (in chunks) that cannot wedge a link: one call less than the link buffers
-    (runtime §9.5: a receive-and-send needs room to send before it receives). With no upper
-    bound on the size (``max_bytes`` 0) a call moves one chunk, so messages are 1 chunk long."""
-    calls = LINK_CALLS[proto] - 1
-    return max(1, min(MAX_CNT, calls * max_allowed_count(proto, max_bytes, nchunksperloop)))
 
 
 #: the names a buffer goes by: the wire letters and the framework design's words
@@ -499,7 +499,7 @@ class Program:
 
     # ---- step issue (phase one of the dependency build) ----------------------------------
     def _issue(self, type: StepType, gpu: int, src=None, dst=None, cnt: int = 1,
-               send_peer: int = -1, recv_peer: int = -1, chan: int = 0) -> Step:
+               send_peer: int = -1, recv_peer: int = -1, chan: int = 0, lane: int = -1) -> Step:
         if self._compiled:
             raise ChunkError("the program is already compiled; build a new Program to add steps")
         if chan < 0:
@@ -510,6 +510,8 @@ class Program:
         # the table keys first: a bad operand is refused before anything is recorded
         src_key = self._key(gpu, src, cnt) if src is not None and access & _READS_SRC else -1
         dst_key = self._key(gpu, dst, cnt) if dst is not None and access & _ACCESS_DST else -1
+        if lane >= 0:                       # the threadblocks pass picks the lane group's channel
+            chan = -1 - lane
         step = new_step(type, gpu, src, dst, cnt, send_peer, recv_peer, chan, self._seq)
         self._seq += 1
         if src_key >= 0:
@@ -600,6 +602,16 @@ class Program:
         writer[key] = step
 
     # ---- algorithm steps ------------------------------------------------------------------
+    def lane_group(self, instances: int, instance: int, phase: int, pairs) -> int:
+        """A new lane group: the (sender, receiver) ``pairs`` of one step of a stream of transfers
+        (lane phase ``phase`` of instance ``instance`` of ``instances``). Transfers issued with
+        ``lane=`` the returned number get their channel from the threadblocks pass, which keeps
+        independent streams out of each other's thread blocks
+        (:func:`ccxml.passes.threadblocks.plan_lanes`)."""
+        groups = self.algo.lane_groups
+        groups.append((instances, instance, phase, tuple(pairs)))
+        return len(groups) - 1
+
     def next_round(self, receives: bool = True) -> None:
         """End one algorithm step on every rank, as HCCL runs a rank's steps on one stream.
 

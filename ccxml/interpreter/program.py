@@ -34,10 +34,11 @@ from itertools import compress
 from operator import add, mul, sub
 
 from ccxml.loader.model import Schedule
+from ccxml.vocab import wire
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import NotExecutable
 from ccxml.vocab.findings import Finding
-from ccxml.vocab.wire import CHUNK_EFFECTIVE_BYTES, LINK_CALLS, MAX_COUNT_PER_CALL, MAX_REDUCE_FUSION, Proto
+from ccxml.vocab.wire import LINK_CALLS, MAX_REDUCE_FUSION, Proto
 
 # instruction kinds (ints for a fast dispatch in the execution loop)
 K_SEND, K_RECV, K_RCS, K_RRS, K_RRC, K_RRCS, K_CPY, K_RE = range(8)
@@ -165,12 +166,7 @@ def max_allowed_count(schedule: Schedule) -> int:
         proto = Proto(schedule.proto)
     except ValueError:
         proto = Proto.SIMPLE
-    c = schedule.nchunksperloop
-    max_bytes = schedule.max_bytes
-    if max_bytes <= 0 or c <= 0:
-        return 1
-    bytes_per_chunk = max_bytes / c
-    return max(1, min(MAX_COUNT_PER_CALL, int(CHUNK_EFFECTIVE_BYTES[proto] // bytes_per_chunk)))
+    return wire.max_allowed_count(proto, schedule.max_bytes, schedule.nchunksperloop)
 
 
 def link_capacity(schedule: Schedule) -> int:

@@ -35,7 +35,9 @@ class Step:
 
     ``src``/``dst`` are the *local* operands (buffer, chunk offset) the kernel reads and writes;
     ``None`` where the type does not use that side. ``recv_from`` is the sending step this step's
-    receive is matched with, ``send_to`` the receiving step its send is matched with.
+    receive is matched with, ``send_to`` the receiving step its send is matched with. ``chan`` is
+    the channel, or ``-1 - g`` for a step on lane group g (``Algo.lane_groups``) until the
+    threadblocks pass gives it the group's channel.
     """
 
     __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
@@ -446,6 +448,10 @@ class Algo:
         self.nchannels = nchannels
         self.extra_attrs = dict(extra_attrs or {})
         self.gpus = [GPU(i) for i in range(ngpus)]
+        #: lane groups: per group (instances K, instance c, lane phase, (sender, receiver) pairs).
+        #: A step on lane group g holds ``chan = -1 - g`` until the threadblocks pass gives it the
+        #: group's channel
+        self.lane_groups: list[tuple[int, int, int, tuple[tuple[int, int], ...]]] = []
 
     def steps(self) -> Iterator[Step]:
         for gpu in self.gpus:

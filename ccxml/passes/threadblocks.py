@@ -10,16 +10,44 @@ Guarantees, per GPU and channel:
 * local steps (``cpy``, ``re``) join the TB that produced their source, else the TB that next
   consumes their destination, else the channel's first TB, else a TB of their own;
 * each TB's steps are in issue order, which is a topological order of every dependency and
-  matched send/receive pair (so the untouched schedule cannot deadlock).
+  matched send/receive pair (so the untouched schedule cannot deadlock);
+* a step issued on a lane (``chan = -1 - g`` for group g of ``Algo.lane_groups``) first gets its
+  channel from the lane plan (:func:`plan_lanes`), so that no thread block mixes two independent
+  streams of transfers.
 """
 from __future__ import annotations
+
+from typing import Sequence
 
 from ccxml.ir.nodes import GPU, TB, Algo, Step, dep_count, step_deps
 
 
 def assign_threadblocks(algo: Algo) -> None:
+    if algo.lane_groups:
+        plan_lanes(algo)
     for gpu in algo.gpus:
         _assign_gpu(gpu)
+
+
+def plan_lanes(algo: Algo) -> None:
+    """Give every step on a lane the channel of its lane group: the groups are placed in the
+    order the front end made them, each instance of the algorithm with its own plan
+    (:class:`_LanePlan`), each lane phase's steps as its own streams (:class:`_LanePhase`)."""
+    plans: dict[tuple[int, int], _LanePlan] = {}
+    phases: dict[tuple[int, int, int], _LanePhase] = {}
+    chans = []
+    for k, c, phase, pairs in algo.lane_groups:
+        plan = plans.get((k, c))
+        if plan is None:
+            plan = plans[(k, c)] = _LanePlan(k, c)
+        placer = phases.get((k, c, phase))
+        if placer is None:
+            placer = phases[(k, c, phase)] = _LanePhase(plan)
+        chans.append(placer.place(pairs))
+    for gpu in algo.gpus:
+        for st in gpu.pending:
+            if st.chan < 0:
+                st.chan = chans[-1 - st.chan]
 
 
 def _assign_gpu(gpu: GPU) -> None:
@@ -150,3 +178,99 @@ def _first_consumers(steps: list[Step]) -> dict[Step, TB]:
             if dep.tb is None and dep not in out:
                 out[dep] = tb
     return out
+
+
+# ---- the lane plan ----------------------------------------------------------------------------
+
+class _LanePlan:
+    """Channel plan of one instance, so that no thread block mixes two independent streams.
+
+    This pass puts all of a rank's steps on one channel into ONE thread block when the rank
+    has at most one send and one receive peer there, else one TB per peer; the step-ordering
+    pass then interleaves each TB's sends and receives by index. Two streams of steps that share
+    a TB can so be reordered into a wait cycle (example: a chain reduce 1→2→…→0 followed by a
+    chain broadcast 0→1→…: rank 1's broadcast receive moves in front of its reduce sends).
+
+    A *stream* is a run of table steps in which every rank keeps the same role toward each peer
+    (send only, receive only, or both): a whole ring, one distance of NHR, a mesh step. Streams
+    on one channel (a *lane*) must touch disjoint peers of every rank, and a rank that already
+    has a stream on the lane must end up with more than one send or receive peer there (so the
+    TB pass gives each peer its own TB). Lane l of instance c of K is channel ``l·K + c``.
+    """
+
+    def __init__(self, instances: int = 1, instance: int = 0):
+        self.k, self.c = instances, instance
+        # lane -> rank -> stream id -> (send peers, recv peers)
+        self._use: list[dict[int, dict[int, tuple[set, set]]]] = []
+        self._streams: list[tuple[int, dict[tuple[int, int], frozenset]]] = []   # (lane, roles)
+
+    def chan(self, lane: int) -> int:
+        return lane * self.k + self.c
+
+    @property
+    def used(self) -> int:
+        return len(self._use)
+
+    def _fits(self, lane: int, sid: int | None, peers: dict[int, tuple[set, set]]) -> bool:
+        use = self._use[lane]
+        for r, (snew, rnew) in peers.items():
+            mine_s, mine_r = set(snew), set(rnew)
+            other_s: set = set()
+            other_r: set = set()
+            for other, (ss, rr) in use.get(r, {}).items():
+                if other == sid:
+                    mine_s |= ss
+                    mine_r |= rr
+                else:
+                    other_s |= ss
+                    other_r |= rr
+            if not other_s and not other_r:
+                continue
+            if (mine_s | mine_r) & (other_s | other_r):
+                return False
+            if len(mine_s | other_s) <= 1 and len(mine_r | other_r) <= 1:
+                return False
+        return True
+
+    def _add(self, lane: int, sid: int, peers: dict[int, tuple[set, set]]) -> None:
+        use = self._use[lane]
+        for r, (ss, rr) in peers.items():
+            s0, r0 = use.setdefault(r, {}).setdefault(sid, (set(), set()))
+            s0 |= ss
+            r0 |= rr
+
+
+class _LanePhase:
+    """Places the steps of one lane phase on channels (see :class:`_LanePlan`)."""
+
+    def __init__(self, lanes: _LanePlan):
+        self.lanes = lanes
+        self.sids: list[int] = []
+
+    def place(self, transfers: Sequence[tuple[int, int]]) -> int:
+        """The channel for one step whose transfers are ``(from_rank, to_rank)`` pairs."""
+        roles: dict[tuple[int, int], set] = {}
+        peers: dict[int, tuple[set, set]] = {}
+        for a, b in transfers:
+            roles.setdefault((a, b), set()).add("s")
+            roles.setdefault((b, a), set()).add("r")
+            peers.setdefault(a, (set(), set()))[0].add(b)
+            peers.setdefault(b, (set(), set()))[1].add(a)
+        want = {k: frozenset(v) for k, v in roles.items()}
+        ln = self.lanes
+        for sid in self.sids:
+            lane, seen = ln._streams[sid]
+            if all(seen.get(k, v) == v for k, v in want.items()) and ln._fits(lane, sid, peers):
+                seen.update(want)
+                ln._add(lane, sid, peers)
+                return ln.chan(lane)
+        sid = len(ln._streams)
+        lane = 0
+        while lane < len(ln._use) and not ln._fits(lane, None, peers):
+            lane += 1
+        if lane == len(ln._use):
+            ln._use.append({})
+        ln._streams.append((lane, dict(want)))
+        ln._add(lane, sid, peers)
+        self.sids.append(sid)
+        return ln.chan(lane)

@@ -18,6 +18,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from ccxml.tables import blocks, plan
 from ccxml.topology.model import LinkLevel
 
 Formula = Callable[[int, float, float, float, float], float]   # (p, n, α, β, γ) -> seconds
@@ -147,14 +148,22 @@ def step_time(steps, p: int, block: float, a: float, b: float, g: float) -> floa
 
 
 @functools.lru_cache(maxsize=None)
-def _plan(module: str, coll: str, p: int):
-    from ccxml.algorithms._blocks import plan
-    return plan(importlib.import_module(f"ccxml.algorithms.{module}").RULES, coll, p, 0)
+def _plan(module: str, coll: str, p: int) -> list[list[tuple]]:
+    """The messages of ``coll`` on p ranks, one instance, root 0, step by step: per step
+    (sender, receiver, [blocks per message], reduces). The tables and the merge rule are the
+    generator's own (:mod:`ccxml.tables.blocks`); nothing is built."""
+    rules = importlib.import_module(f"ccxml.tables.{module}").RULES
+    steps = []
+    for phase in blocks.phases(rules, coll, p):
+        reduces = isinstance(phase, plan.Reduce)
+        for found in plan.messages(phase, 0, None, p, even=True):
+            steps.append([(s, d, [m[0][2] for m in msgs], reduces) for s, d, msgs in found])
+    return steps
 
 
 def planned(module: str, coll: str) -> Formula:
     """ccxml's NHR/NB time: :func:`step_time` on the messages its generator sends, step by step
-    (``ccxml.algorithms._blocks.plan``; p blocks of n/p bytes, root 0)."""
+    (:func:`_plan`; p blocks of n/p bytes, root 0)."""
     return lambda p, n, a, b, g: step_time(_plan(module, coll, p), p, n / p, a, b, g)
 
 
@@ -162,7 +171,7 @@ _WHY_SPLIT = ("HCCL sends a step's blocks in one transfer (one α); an MSCCL ste
               "range, so blocks of a step that are not adjacent in memory go as several messages, one "
               "α each (blocks wrapping past p−1, every 2^(k+1)-th block, a tree map that stops early). "
               "The ccxml formula is the α-β-γ model evaluated step by step on the messages the "
-              "generator sends (step_time on ccxml.algorithms._blocks.plan).")
+              "generator sends (step_time on the tables' messages, ccxml.tables.blocks).")
 _WHY_GAMMA = (" Each message is reduced as it arrives, so its γ overlaps the next message's transfer: "
               "for large n this is faster than the doc, which charges β+γ for every byte in turn.")
 

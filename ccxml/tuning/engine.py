@@ -23,7 +23,6 @@ byte-identical files and manifest.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import re
@@ -111,42 +110,28 @@ class TuneResult:
 
 # ---- building -------------------------------------------------------------------------------
 
-def _topology_kwargs(builder, topology: Topology) -> dict:
-    """The topology arguments ``builder`` accepts, by parameter name (none for a flat topology)."""
-    if topology.groups is None:
-        return {}
-    params = inspect.signature(builder).parameters
-    if "topology" in params:
-        return {"topology": topology}
-    if "groups" in params:
-        return {"groups": list(topology.groups)}
-    if "servers" in params and "ranks_per_server" in params and topology.ranks_per_server:
-        return {"servers": topology.servers, "ranks_per_server": topology.ranks_per_server}
-    return {}
-
-
 def build_text(algorithm: str, coll: str, cfg: TuneConfig, inplace: bool, min_bytes: int = 0,
                max_bytes: int = 0) -> str:
     """``algorithm``'s ``coll`` as MSCCL XML for ``cfg``'s target. Raises ValueError subclasses."""
-    from ccxml.algorithms import build, get
+    from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
     from ccxml.writer.msccl import to_xml
     c = Coll(coll)
-    builder = get(algorithm).COLLECTIVES.get(c)
-    kwargs = _topology_kwargs(builder, cfg.topology) if builder is not None else {}
+    alg = registry.get(algorithm)
+    kwargs = alg.topology_args(c, cfg.topology) if c in alg.builders else {}
     opts = Options(channels=cfg.channels, proto=Proto.SIMPLE, inplace=inplace,
                    min_bytes=min_bytes, max_bytes=max_bytes)
-    prog = build(algorithm, c, cfg.ranks, options=opts, root=cfg.root if c.rooted else None,
-                 **kwargs)
+    prog = registry.build(algorithm, c, cfg.ranks, options=opts, root=cfg.root if c.rooted else None,
+                          **kwargs)
     return to_xml(prog.compile(cfg.target), cfg.target)
 
 
 def candidates(coll: str, cfg: TuneConfig) -> list[str]:
     """Names of the algorithms to try for ``coll``: those available now that support it."""
-    from ccxml.algorithms import available
-    mods = available()
-    names = list(cfg.algorithms) if cfg.algorithms is not None else list(mods)
-    return [n for n in names if n in mods and Coll(coll) in mods[n].COLLECTIVES]
+    from ccxml.algorithms import registry
+    found = registry.available()
+    names = list(cfg.algorithms) if cfg.algorithms is not None else list(found)
+    return [n for n in names if n in found and Coll(coll) in found[n].builders]
 
 
 # ---- windows --------------------------------------------------------------------------------

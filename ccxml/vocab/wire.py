@@ -118,6 +118,15 @@ def max_allowed_count(proto: "Proto | str", max_bytes: int, nchunksperloop: int)
     return max(1, min(MAX_COUNT_PER_CALL, int(CHUNK_EFFECTIVE_BYTES[Proto(proto)] // per_chunk)))
 
 
+def message_cap(proto: "Proto | str", max_bytes: int, nchunksperloop: int) -> int:
+    """Largest message (in chunks) that cannot wedge a link: one call less than the link buffers
+    (runtime §9.5: a receive-and-send needs room to send before it receives), at most
+    :data:`MAX_COUNT_PER_CALL`. With no upper bound on the size (``max_bytes`` 0) a call moves one
+    chunk, so messages are 1 chunk long. The Chunk API cuts every transfer to it."""
+    calls = LINK_CALLS[Proto(proto)] - 1
+    return max(1, min(MAX_COUNT_PER_CALL, calls * max_allowed_count(proto, max_bytes, nchunksperloop)))
+
+
 def link_calls(cnt: int, allowed: int) -> int:
     """Primitive calls a step of ``cnt`` chunks issues (ceil(cnt / maxAllowedCount))."""
     return -(-cnt // allowed) if cnt > 0 else 0

@@ -9,10 +9,10 @@ import pytest
 from dataflow_rounds import depth, every_block_takes_every_step, flat_steps
 from in_process import ccxml
 
-from ccxml.algorithms import _phases as ph
 from ccxml.algorithms import get
 from ccxml.frontend.algorithm import AlgorithmError, Options
 from ccxml.interpreter import verify
+from ccxml.tables import schemes as ph
 from ccxml.topology.model import Topology
 from ccxml.vocab.wire import PROFILES
 
@@ -22,7 +22,7 @@ SHAPES = [(2, 2), (2, 4), (3, 2), (4, 4), (5, 1), (1, 5)]
 
 def _verified(name: str, s: int, m: int, target: str, inplace: bool = False, **kw) -> str:
     topo = Topology.uniform(s, m)
-    prog = get(name).allreduce(s * m, topology=topo, options=Options(inplace=inplace), **kw)
+    prog = get(name).builder("allreduce")(s * m, topology=topo, options=Options(inplace=inplace), **kw)
     text = prog.to_xml(target)
     rep = verify(text, target=target)
     assert rep.ok, f"{name} {s}x{m} {target} inplace={inplace} {kw}: {rep.first_reason}"
@@ -99,7 +99,7 @@ def test_rccl_limit_error_says_so():
     same schedule compiles for exec."""
     from ccxml.passes import LimitError
     for name in ("2d-ring", "hierarchical"):
-        build = lambda: get(name).allreduce(16, topology=Topology.uniform(4, 4),  # noqa: E731
+        build = lambda: get(name).builder("allreduce")(16, topology=Topology.uniform(4, 4),  # noqa: E731
                                             options=Options(channels=8))
         with pytest.raises(LimitError, match="thread blocks; the rccl limit is 64"):
             build().to_xml("rccl")
@@ -112,13 +112,13 @@ def test_rccl_limit_error_says_so():
 
 def test_channels_verify():
     for name in ALGORITHMS:
-        text = get(name).allreduce(6, topology=Topology.uniform(3, 2), options=Options(channels=2)).to_xml("rccl")
+        text = get(name).builder("allreduce")(6, topology=Topology.uniform(3, 2), options=Options(channels=2)).to_xml("rccl")
         assert verify(text, target="rccl").ok
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_bad_shapes_are_clear_errors(name):
-    build = get(name).allreduce
+    build = get(name).builder("allreduce")
     with pytest.raises(AlgorithmError, match="needs a topology"):
         build(4)
     with pytest.raises(AlgorithmError, match="equal size.*2,3"):

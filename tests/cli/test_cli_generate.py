@@ -69,7 +69,7 @@ def test_list_shows_the_matrix():
     (["generate", "ring", "--ranks", "4", "--target", "cuda"], "'cuda' is not one of"),
     (["frobnicate"], "No such command"),
     (["generate", "mesh", "--ranks", "4", "--variant", "three-shot"],
-     "mesh allreduce variant must be one of two-shot, one-shot, got 'three-shot'"),
+     "mesh: --variant must be one of two-shot, one-shot; got 'three-shot'"),
     (["generate", "mesh", "--ranks", "4", "--coll", "allgather", "--variant", "one-shot"],
      "mesh allgather takes no --variant"),
     (["generate", "ring", "--ranks", "4", "--inter", "nb"], "ring allreduce takes no --inter"),
@@ -144,19 +144,26 @@ def test_mesh_one_shot_variant(tmp_path):
 
 def test_help_names_every_choice():
     """The --intra/--inter/--variant help (static, so that ``ccxml generate`` imports no
-    algorithm) lists exactly the choices the builders take."""
-    from ccxml.algorithms import _phases as ph
-    from ccxml.algorithms import ahc, hierarchical, mesh, ring2d
+    algorithm) lists every choice the registry records for them, and each builder's default
+    inner algorithm."""
+    import inspect
+
+    from ccxml.algorithms import registry
     from ccxml.cli import generate as cg
-    for choices, text in [(ph.INTRA, cg.INTRA_HELP), (ahc.INTRA, cg.INTRA_HELP),
-                          (hierarchical.INTRA, cg.INTRA_HELP), (ring2d.INTRA, cg.INTRA_HELP),
-                          (ph.INTER, cg.INTER_HELP), (mesh.VARIANTS, cg.VARIANT_HELP)]:
-        for c in choices:
-            assert c in text, (c, text)
-    assert " | ".join(ph.INTER) in cg.INTER_HELP
-    for mod in (ahc, hierarchical, ring2d):           # the help's "(default)" marks
-        default = mod.allreduce.__kwdefaults__["intra"]
-        assert f"{default} (default)" in cg.INTRA_HELP
+    from ccxml.tables.schemes import INTER
+    helps = {"intra": cg.INTRA_HELP, "inter": cg.INTER_HELP, "variant": cg.VARIANT_HELP}
+    seen = set()
+    for alg in registry.available().values():
+        for coll, choices in alg.choices.items():
+            for key, allowed in choices.items():
+                seen.add(key)
+                for c in allowed:
+                    assert c in helps[key], (alg.name, key, c)
+            if "intra" in choices:
+                default = inspect.signature(alg.builders[coll]).parameters["intra"].default
+                assert f"{default} (default)" in cg.INTRA_HELP, (alg.name, default)
+    assert seen == set(helps)
+    assert " | ".join(INTER) in cg.INTER_HELP
 
 
 def test_generate_without_a_topology_does_not_load_the_topology_model(tmp_path):

@@ -218,7 +218,7 @@ def test_alltoallv_needs_counts(tmp_path):
 # ---- the full sweep ------------------------------------------------------------------------
 
 SWEEP = [pytest.param(name, coll, p, id=f"{name}-{coll.value}-{p}")
-         for p in (2, 3, 4, 8) for name, module in available().items() for coll in module.COLLECTIVES]
+         for p in (2, 3, 4, 8) for name, alg in available().items() for coll in alg.builders]
 
 
 @pytest.mark.slow

@@ -258,6 +258,31 @@ def test_next_round_orders_independent_transfers_like_one_stream():
     assert verify(prog.to_xml()).ok
 
 
+def test_the_threadblocks_pass_keeps_independent_lane_streams_apart():
+    """Steps issued on lanes get their channels in the threadblocks pass: a chain reduce
+    1 -> 2 -> 0 and then a chain broadcast 0 -> 1 -> 2 are two streams; sharing one thread block
+    per rank they could be reordered into a wait cycle, so the second goes on another channel
+    (lane 1 of the one instance), while the hops of one stream stay on one channel."""
+    from ccxml.frontend.lanes import Lanes
+    from ccxml.interpreter import verify
+    prog = Program("lanes", Coll.ALLREDUCE, 3, 1)
+    lanes = Lanes(1, 0)
+    reduce_phase, bcast_phase = lanes.phase(), lanes.phase()
+    prog.input(1, 0).reduce(prog.input(2, 0), out=prog.scratch(2, 0),
+                            lane=reduce_phase.place(prog, [(1, 2)]))
+    prog.scratch(2, 0).reduce(prog.input(0, 0), out=prog.output(0, 0),
+                              lane=reduce_phase.place(prog, [(2, 0)]))
+    prog.output(0, 0).copy(prog.output(1, 0), lane=bcast_phase.place(prog, [(0, 1)]))
+    prog.output(1, 0).copy(prog.output(2, 0), lane=bcast_phase.place(prog, [(1, 2)]))
+    assert [g[2:] for g in prog.algo.lane_groups] == [(0, ((1, 2),)), (0, ((2, 0),)),
+                                                      (1, ((0, 1),)), (1, ((1, 2),))]
+    algo = prog.compile()
+    chans = {(tb.gpu, tb.send, tb.recv): tb.chan for g in algo.gpus for tb in g.tbs}
+    assert chans[(1, 2, -1)] == chans[(2, 0, 1)] == chans[(0, -1, 2)] == 0     # the reduce
+    assert chans[(0, 1, -1)] == chans[(1, 2, 0)] == chans[(2, -1, 1)] == 1     # the broadcast
+    assert verify(prog.to_xml()).ok
+
+
 def test_reordering_one_compiled_tb_keeps_its_step_numbers():
     """Ordering one TB uses the pass's scratch numbers; it must not wipe the exported ones."""
     from ccxml.algorithms import ring

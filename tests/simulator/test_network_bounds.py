@@ -17,8 +17,8 @@ from ccxml.topology.bounds import cut_bytes, lower_bound
 def cases():
     """(algorithm, collective) for every algorithm and every collective it builds (alltoallv needs
     a counts matrix: its uniform case is alltoall)."""
-    from ccxml.algorithms import available
-    return [(name, c.value) for name, mod in available().items() for c in mod.COLLECTIVES
+    from ccxml.algorithms import registry
+    return [(name, c.value) for name, alg in registry.available().items() for c in alg.builders
             if c.value != "alltoallv"]
 
 

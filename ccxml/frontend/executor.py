@@ -1,0 +1,235 @@
+"""The executor: a phase (a table of moves and the places of its blocks, :mod:`ccxml.tables.plan`)
+becomes Chunk API calls.
+
+:func:`run` issues a phase on a :class:`~ccxml.frontend.chunk.Program` for one or more of the K
+parallel instances of an algorithm (``--channels K``). What differs between algorithms is said by
+its parameters, never by a second engine:
+
+* ``order`` — the order of the issue loops: ``"steps"`` (step, then instance, then move: every
+  instance runs step k before any runs step k+1), ``"channels"`` (instance, then step, then
+  move: one whole copy of the algorithm after the other) or ``"moves"`` (step, then move, then
+  instance).
+* ``send`` — how the messages of one step go out: ``"sequential"`` (move after move; the Chunk
+  API cuts a long range into messages), ``"interleave"`` (message i of every move before message
+  i+1 of any: the transfers of a step are concurrent, and interleaving gives every thread block
+  an alternating send/receive order, which bounded links need) or ``"exchange"`` (two members
+  sending to each other: their messages alternate, instance by instance, and when a direction
+  needs several the k-th messages of both directions form one sub-round — ``next_round`` —, so
+  each side sends its (k+1)-th message only after it has received the k-th: the exchange
+  completes even when a link buffers only LINK_CALLS calls). The last two cut messages at the
+  program's :attr:`~ccxml.frontend.chunk.Program.message_cap` themselves, so that the Chunk API
+  never cuts again.
+* ``merge`` — whether blocks that touch go as one message (the merge rule of
+  :mod:`ccxml.tables.plan`) or each block on its own; ``even`` — whether the two directions of
+  an exchange are cut at the same block counts (NHR, NB).
+* ``rounds`` — end every step with :meth:`~ccxml.frontend.chunk.Program.next_round`, as HCCL runs
+  a rank's steps one after another on one stream.
+* the channel of a move: ``channel(sender, receiver, instance)`` (default: the instance), or
+  lanes (``lanes``, :mod:`ccxml.frontend.lanes`) for the phases of the hierarchical algorithms:
+  each step's transfers are then recorded as lane groups and the threadblocks pass picks their
+  channels.
+
+Positions in the table are ranks unless ``members`` maps them (a phase inside a server).
+"""
+from __future__ import annotations
+
+import gc
+from typing import Callable, Iterable, Sequence
+
+from ccxml.frontend.chunk import Program, piece
+from ccxml.frontend.lanes import Directions, Lanes
+from ccxml.tables.plan import Message, Phase, Reduce, Steps, landings, messages, tail
+from ccxml.vocab.errors import AlgorithmError
+
+ORDERS = ("steps", "channels", "moves")
+SENDS = ("sequential", "interleave", "exchange")
+
+
+def _same(s: int, d: int, c: int) -> int:
+    return c
+
+
+def run(prog: Program, phase: Phase, *, instances: int | Iterable[int] = 1,
+        members: Sequence[int] | None = None, channel: Callable[[int, int, int], int] | None = None,
+        lanes: Lanes | Directions | None = None, order: str = "steps", send: str = "sequential",
+        merge: bool = True, even: bool = False, rounds: bool = False) -> None:
+    """Issue ``phase`` on ``prog`` (see the module docstring for the parameters).
+
+    The cyclic garbage collector is paused meanwhile, as for the passes: a phase makes millions
+    of short-lived tuples and no cycle, and the collector's scans of the growing program would
+    only cost time."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds) -> None:
+    if order not in ORDERS or send not in SENDS:
+        raise AlgorithmError(f"internal: order {order!r}, send {send!r}")
+    inst = list(range(instances)) if isinstance(instances, int) else list(instances)
+    chan = channel or _same
+    placer = Directions(lanes) if isinstance(lanes, Lanes) else lanes
+    if placer is not None and len(inst) != 1:
+        raise AlgorithmError("internal: a lane plan serves one instance")
+    n = len(members) if members is not None else prog.ngpus
+    staged = isinstance(phase, Reduce) and phase.land is not None
+    if order == "channels" and send == "sequential" and placer is None and not even:
+        for c in inst:                  # move by move: nothing needs the whole step at once
+            steps = messages(phase, c, members, n, merge, even)
+            for si, moves in enumerate(phase.table):
+                _stream(prog, steps, si, moves, c, chan)
+                if rounds:
+                    prog.next_round()
+    elif order == "channels":
+        for c in inst:
+            for found in messages(phase, c, members, n, merge, even):
+                _step(prog, [(c, found)], chan, placer, send, "steps")
+                if rounds:
+                    prog.next_round()
+    else:
+        plans = zip(*(messages(phase, c, members, n, merge, even) for c in inst))
+        for si, per_c in enumerate(plans):
+            per_c = list(zip(inst, per_c))
+            if staged:
+                _staged(prog, phase, si, per_c, members, chan, n)
+            else:
+                _step(prog, per_c, chan, placer, send, order)
+            if rounds:
+                prog.next_round()
+    if isinstance(phase, Reduce) and not staged:
+        final = phase.final or phase.acc
+        for c in inst:
+            for b, j in tail(phase):
+                r = b if members is None else members[b]
+                ch = c if placer is not None else chan(r, r, c)
+                _issue(prog, r, r, (phase.own(r, j, c), None, final(r, j, c)), ch, -1)
+
+
+def _stream(prog: Program, steps: Steps, si: int, moves: list, c: int, chan) -> None:
+    """Issue step ``si`` of one instance move by move, each as soon as it is planned."""
+    ti = 0
+    same = chan is _same
+    for a, b, blocks in moves:
+        s, d, msgs = steps.move(si, ti, a, b, blocks)
+        ch = c if same else chan(s, d, c)
+        for m in msgs:
+            _issue(prog, s, d, m, ch, -1)
+        ti += 1
+
+
+def _step(prog: Program, per_c: list, chan, placer, send: str, order: str) -> None:
+    """Issue one step: ``per_c`` holds (instance, its moves' messages) for each instance."""
+    if send == "exchange":
+        _exchange(prog, per_c, chan)
+        return
+    if placer is not None:   # on lanes the threadblocks pass picks the channel: c is a placeholder
+        lanes = placer.place(prog, [(s, d) if msgs else None for s, d, msgs in per_c[0][1]])
+        on = _same
+    else:
+        lanes, on = None, chan
+    if send == "interleave":
+        for c, found in per_c:
+            plans = [_cut(prog, s, d, msgs) for s, d, msgs in found]
+            for i in range(max(map(len, plans), default=0)):
+                for t, (s, d, _) in enumerate(found):
+                    if i < len(plans[t]):
+                        _issue(prog, s, d, plans[t][i], on(s, d, c), lanes[t] if lanes else -1)
+    elif order == "moves":
+        for t in range(len(per_c[0][1])):
+            for c, found in per_c:
+                s, d, msgs = found[t]
+                ch, lane = on(s, d, c), lanes[t] if lanes else -1
+                for m in msgs:
+                    _issue(prog, s, d, m, ch, lane)
+    else:
+        for c, found in per_c:
+            for t, (s, d, msgs) in enumerate(found):
+                ch, lane = on(s, d, c), lanes[t] if lanes else -1
+                for m in msgs:
+                    _issue(prog, s, d, m, ch, lane)
+
+
+def _exchange(prog: Program, per_c: list, chan) -> None:
+    """Pairs of opposite moves, in the order their first move comes: their messages alternate
+    over the instances and the two directions, a sub-round per message (module docstring)."""
+    first = per_c[0][1]
+    index = {(s, d): t for t, (s, d, _) in enumerate(first)}
+    done: set[int] = set()
+    for t, (s, d, _) in enumerate(first):
+        if t in done:
+            continue
+        pair = [t]
+        k = index.get((d, s))
+        if k is not None and k not in done:
+            pair.append(k)
+        done.update(pair)
+        lanes = [(c, found[u][0], found[u][1], _cut(prog, *found[u])) for c, found in per_c for u in pair]
+        depth = max(len(msgs) for *_, msgs in lanes)
+        for i in range(depth):
+            for c, a, b, msgs in lanes:
+                if i < len(msgs):
+                    _issue(prog, a, b, msgs[i], chan(a, b, c), -1)
+            if depth > 1:
+                prog.next_round()
+
+
+def _staged(prog: Program, phase: Reduce, si: int, per_c: list, members, chan, n: int) -> None:
+    """A staged reduce step: every move lands its copy in a slot of its own (``phase.land``),
+    then each receiver sums its slots into ``final``, nearest sender first, the running sum
+    moving through the slots so that each sum runs on the thread block that received the slot."""
+    final = phase.final or phase.acc
+    rank = members.__getitem__ if members is not None else int
+    step = phase.table[si]
+    for c, found in per_c:
+        for (s, d, msgs), (_, _, blocks) in zip(found, step):
+            for (src, _, _), j in zip(msgs, blocks):
+                _issue(prog, s, d, (src, None, phase.land(d, s, j, c)), chan(s, d, c), -1)
+    landed = landings(step)
+    for c, _ in per_c:
+        for b, j in sorted(landed):
+            rd = rank(b)
+            senders = [rank(a) for a in sorted(landed[(b, j)], key=lambda a: (a - b) % n)]
+            acc = _chunk(prog, rd, phase.own(rd, j, c))
+            for rs in senders[:-1]:
+                acc = acc.reduce(_chunk(prog, rd, phase.land(rd, rs, j, c)), chan=chan(rs, rd, c))
+            rs = senders[-1]
+            _chunk(prog, rd, phase.land(rd, rs, j, c)).reduce(acc, chan=chan(rs, rd, c),
+                                                              out=_chunk(prog, rd, final(rd, j, c)))
+
+
+def _chunk(prog: Program, rank: int, at):
+    return piece(prog, rank, at[0], at[1], at[2])
+
+
+def _cut(prog: Program, s: int, d: int, msgs: list[Message]) -> list[Message]:
+    """``msgs`` cut to at most the program's message cap when they cross ranks."""
+    if s == d:
+        return msgs
+    cap = prog.message_cap
+    out = []
+    for m in msgs:
+        size = m[0][2]
+        if size <= cap:
+            out.append(m)
+            continue
+        for lo in range(0, size, cap):
+            n = min(cap, size - lo)
+            out.append(tuple(None if p is None else (p[0], p[1] + lo, n) for p in m))
+    return out
+
+
+def _issue(prog: Program, s: int, d: int, msg: Message, chan: int, lane: int) -> None:
+    """One message: a copy, or a reduce where it names a local operand; on ``lane`` if >= 0."""
+    src, opnd, into = msg
+    if src[2] == 0:
+        return
+    a = piece(prog, s, src[0], src[1], src[2])
+    b = piece(prog, d, into[0], into[1], into[2])
+    if opnd is None:
+        a.copy(b, chan, lane)
+    else:
+        a.reduce(piece(prog, d, opnd[0], opnd[1], opnd[2]), chan, b, lane)
