@@ -200,7 +200,7 @@ def generated() -> dict[tuple, str]:
     it supports × target at p = 5 (the ones the generator accepts)."""
     out = {}
     for alg in FLAT:
-        for coll in get(alg).COLLECTIVES:
+        for coll in get(alg).collectives:
             for target in TARGETS:
                 try:
                     out[alg, coll.value, target] = generate_text(alg, coll.value, 5, target=target)[0]
