@@ -32,13 +32,20 @@ def check_stride(p: int, stride: int) -> None:
                              f"{p} ranks (else the ranks form several rings)")
 
 
-def _gather(prog: Program, p: int, stride: int, k: int) -> None:
-    """The ring AllGather on the output buffer, once rank r holds block r."""
+def _around(prog: Program, p: int, stride: int, k: int, *, reduce: bool) -> None:
+    """p−1 steps around the ring on the output buffer. AllGather (``reduce`` False), once rank r
+    holds block r: in step t rank r sends block r−t·s, which r+s stores. ReduceScatter: in step t
+    rank r sends its partial of block r−(t+1)·s, which r+s reduces into its own."""
+    lag = 1 if reduce else 0
     for step in range(p - 1):
         for r in range(p):
-            b = (r - step * stride) % p
+            b = (r - (step + lag) * stride) % p
             for c in range(k):
-                prog.output(r, b * k + c).copy(prog.output((r + stride) % p, b * k + c), chan=c)
+                here, there = prog.output(r, b * k + c), prog.output((r + stride) % p, b * k + c)
+                if reduce:
+                    here.reduce(there, chan=c)
+                else:
+                    here.copy(there, chan=c)
 
 
 @algorithm(NAME, Coll.ALLGATHER)
@@ -48,7 +55,7 @@ def allgather(p: int, *, stride: int = 1, options: Options = Options()) -> Progr
     prog = program(NAME, Coll.ALLGATHER, p, p * k, options)
     for r in range(p):
         prog.input(r, 0, k).copy(prog.output(r, r * k, k))
-    _gather(prog, p, stride, k)
+    _around(prog, p, stride, k, reduce=False)
     return prog
 
 
@@ -59,10 +66,6 @@ def allreduce(p: int, *, stride: int = 1, options: Options = Options()) -> Progr
     prog = program(NAME, Coll.ALLREDUCE, p, p * k, options)
     for r in range(p):
         prog.input(r, 0, p * k).copy(prog.output(r, 0, p * k))
-    for step in range(p - 1):
-        for r in range(p):
-            b = (r - (step + 1) * stride) % p
-            for c in range(k):
-                prog.output(r, b * k + c).reduce(prog.output((r + stride) % p, b * k + c), chan=c)
-    _gather(prog, p, stride, k)
+    _around(prog, p, stride, k, reduce=True)        # ReduceScatter: block r ends on rank r
+    _around(prog, p, stride, k, reduce=False)       # AllGather
     return prog
