@@ -208,6 +208,8 @@ class Registry:
         """Add ``builder`` as ``name``'s ``coll``; return it wrapped so that its parameters are
         checked before it runs (the rank count, a root in range, the listed ``choices``)."""
         coll = _coll(coll)
+        if name not in self._declared:
+            self._read_plugins()            # a plugin's module imported directly is still the plugin
         self._check_owner(name, builder)
         alg = self._algorithms.get(name)
         if alg is None:

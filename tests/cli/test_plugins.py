@@ -129,6 +129,36 @@ def test_simulate_select_and_tune_take_the_plugin(stride_ring, tmp_path):
     assert files == ["allgather-inplace-00-stride-ring.xml", "allgather-outofplace-00-stride-ring.xml"]
 
 
+def test_a_plugin_module_imported_first_is_still_the_plugin(stride_ring):
+    """``import ccxml_stride_ring`` before anything asked the registry: its algorithm is the
+    plugin all the same (a plugin's tests do this), in Python and in ``ccxml list``."""
+    from ccxml.vocab.wire import Coll
+    assert "ccxml_stride_ring" not in sys.modules
+    import ccxml_stride_ring
+    plugin = registry.get("stride-ring").plugin
+    assert (plugin.distribution, plugin.module) == ("ccxml-stride-ring", "ccxml_stride_ring")
+    assert registry.get("stride-ring").builders[Coll.ALLGATHER] is ccxml_stride_ring.allgather
+    assert rows(ccxml("list")[1])["stride-ring"][-3:] == ["plugin", "ccxml-stride-ring", "0.1.0"]
+
+
+def test_an_algorithm_registered_before_the_group_is_read_is_adopted(site):
+    """A plugin's builder registered before ``ccxml.algorithms`` added the group (its module
+    imports only the front end): reading the group makes it the plugin, not a clash."""
+    from ccxml.frontend.registry import PLUGIN_GROUP, Registry
+    from ccxml.vocab.wire import Coll
+    site.install("early-dist", {"early": "ccxml_test_early"})
+
+    def allgather(p: int, *, options=None):
+        raise AssertionError("not built here")
+    allgather.__module__ = "ccxml_test_early"
+    reg = Registry()
+    reg.declare("ring", "ccxml.algorithms.ring")
+    reg.register("early", Coll.ALLGATHER, allgather)
+    reg.add_plugins(PLUGIN_GROUP)
+    assert reg.names() == ["ring", "early"]
+    assert reg.plugin("early").distribution == "early-dist" and reg.get("early").plugin == reg.plugin("early")
+
+
 def test_generate_ring_neither_reads_nor_imports_plugins(site, tmp_path, monkeypatch):
     """Lazy like the built-ins: a built-in's run reads no entry point, so a broken plugin does
     not disturb it."""
