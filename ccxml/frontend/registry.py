@@ -350,9 +350,18 @@ class Registry:
         takes = alg.params[coll]
         unused = [k for k, v in kwargs.items() if v is not None and k not in takes]
         if unused:
-            raise AlgorithmError(f"{name} {coll.value} takes no {', '.join('--' + k for k in unused)}")
+            raise AlgorithmError(f"{name} {coll.value} takes no {', '.join(map(self._option, unused))}")
         args = {k: v for k, v in kwargs.items() if v is not None}
         return builder(ranks, options=options or Options(), **args)
+
+    def _option(self, key: str) -> str:
+        """How a user gives option ``key``: the topology names its options and who takes them."""
+        if key != "topology":
+            return "--" + key
+        takers = [n for n, a in self.available().items()
+                  if any({"topology", "groups", "servers"} & set(ps) for ps in a.params.values())]
+        return ("topology (--topology, --preset, --servers, --groups; the algorithms that take "
+                f"one: {', '.join(takers)})")
 
 
 def _package(module: str | None) -> str:

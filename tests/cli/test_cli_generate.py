@@ -73,6 +73,9 @@ def test_list_shows_the_matrix():
     (["generate", "mesh", "--ranks", "4", "--coll", "allgather", "--variant", "one-shot"],
      "mesh allgather takes no --variant"),
     (["generate", "ring", "--ranks", "4", "--inter", "nb"], "ring allreduce takes no --inter"),
+    (["generate", "ring", "--preset", "dgx-h100", "--nodes", "2"],
+     "ring allreduce takes no topology (--topology, --preset, --servers, --groups; the algorithms "
+     "that take one: ahc, pipeline, 2d-ring"),
     (["generate", "2d-torus", "--servers", "2", "--ranks-per-server", "2", "--intra", "nhr"],
      "2d-torus: --intra must be one of ring, mesh; got 'nhr'"),
     (["generate", "2d-mesh", "--servers", "2", "--ranks-per-server", "2", "--inter", "mesh"],
