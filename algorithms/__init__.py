@@ -5,10 +5,13 @@ Every script registers its builders with :func:`ccxml.frontend.registry.algorith
 ``select`` and ``tune`` read. This package only declares the built-in scripts, in the order
 ``ccxml list`` shows them; each is imported when its algorithm is first used, so that ``ccxml
 generate ring`` imports ring alone (importing every script would add half of its start-up).
+After them come the plugins: installed distributions' entry points of the group
+``ccxml.algorithms`` (``NAME = package.module``), sorted by name, read only when a name is not a
+built-in or every name is asked for, and imported on first use like the built-ins.
 """
 from __future__ import annotations
 
-from ccxml.frontend.registry import registry
+from ccxml.frontend.registry import PLUGIN_GROUP, registry
 
 #: the built-in algorithms: CLI name -> script in this package
 BUILT_IN = (("ring", "ring"), ("mesh", "mesh"), ("rhd", "rhd"), ("pairwise", "pairwise"),
@@ -18,6 +21,7 @@ BUILT_IN = (("ring", "ring"), ("mesh", "mesh"), ("rhd", "rhd"), ("pairwise", "pa
 
 for _name, _module in BUILT_IN:
     registry.declare(_name, f"{__name__}.{_module}")
+registry.add_plugins(PLUGIN_GROUP)
 
 #: the registry's readers, as ``ccxml.algorithms.build("ring", "allreduce", 8)`` etc.
 get, build, available = registry.get, registry.build, registry.available

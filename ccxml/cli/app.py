@@ -9,6 +9,7 @@ import gc
 import importlib
 import os
 import sys
+import warnings
 
 import click
 
@@ -55,6 +56,13 @@ class LazyGroup(click.Group):
     block or a traceback; an abort exits 130."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from ccxml.vocab.errors import PluginWarning
+        with warnings.catch_warnings():     # a plugin that cannot be used: one line, see below
+            warnings.simplefilter("always", PluginWarning)      # the registry says each once
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            return self._main(args, prog_name, complete_var, standalone_mode, **extra)
+
+    def _main(self, args, prog_name, complete_var, standalone_mode, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
@@ -86,6 +94,20 @@ class LazyGroup(click.Group):
         rows = [(name, spec[2]) for name, spec in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _one_line_warnings(show):
+    """``warnings.showwarning`` that prints a :class:`~ccxml.vocab.errors.PluginWarning` as one
+    line ``ccxml: warning: ...`` on stderr (the registry gives each once) and leaves every other
+    warning to ``show``."""
+    from ccxml.vocab.errors import PluginWarning
+
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, PluginWarning):
+            click.echo(f"ccxml: warning: {message}", err=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return one_line
 
 
 def _unavailable(name):

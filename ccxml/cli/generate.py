@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ccxml.cli.options import OWN_OPTIONS, opt_option, read_opts
 from ccxml.passes.pipeline import PASS_NAMES, pipeline
 from ccxml.vocab.wire import PROFILES, Coll, Proto, profile
 
@@ -28,15 +29,17 @@ def _fail(message: str):
 
 def build_program(algorithm: str, coll: str, ranks: int, *, root=None, counts=None,
                   topology=None, intra: str | None = None, inter: str | None = None,
-                  variant: str | None = None, **options):
+                  variant: str | None = None, opts: dict[str, str] | None = None, **options):
     """Build (not compile) the Program. Raises ValueError subclasses.
 
     ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
-    validates them; an algorithm that takes none of them says so (AlgorithmError)."""
+    validates them; an algorithm that takes none of them says so (AlgorithmError). ``opts``: the
+    builder's other keyword options as text (``--opt KEY=VALUE``)."""
     from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
+    extra = registry.get(algorithm).parse_options(coll, opts) if opts else {}
     return registry.build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
-                          topology=topology, intra=intra, inter=inter, variant=variant)
+                          topology=topology, intra=intra, inter=inter, variant=variant, **extra)
 
 
 def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec",
@@ -126,6 +129,7 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
 @click.option("--intra", default=None, metavar="ALG", help=INTRA_HELP)
 @click.option("--inter", default=None, metavar="ALG", help=INTER_HELP)
 @click.option("--variant", default=None, metavar="V", help=VARIANT_HELP)
+@opt_option
 @click.option("--time-passes", is_flag=True,
               help="Print CPU time and memory of the build, each pass and the writer to stderr.")
 @click.option("--dump-after", multiple=True, metavar="PASS",
@@ -135,11 +139,15 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
               help="Where --dump-after writes: - for stdout, or a file.")
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
              counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
-             preset=None, nodes=None, intra=None, inter=None, variant=None, quiet=False,
+             preset=None, nodes=None, intra=None, inter=None, variant=None, opts=(), quiet=False,
              time_passes=False, dump_after=(), dump_to="-"):
-    """Generate ALGORITHM's MSCCL XML for a collective."""
+    """Generate ALGORITHM's MSCCL XML for a collective.
+
+    ALGORITHM is a built-in or an installed plugin (ccxml list); options of its builder that
+    have no option here are --opt KEY=VALUE."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
     _check_dump_after(dump_after, target, no_fuse)
+    opts = read_opts(opts)
     timer = None
     if time_passes:
         from ccxml.passes.timing import PassTimer
@@ -182,7 +190,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
             prog = build_program(algorithm, coll, ranks, root=root, counts=matrix,
                                  topology=topology, intra=intra, inter=inter, variant=variant,
-                                 channels=channels, proto=proto, inplace=inplace,
+                                 opts=opts, channels=channels, proto=proto, inplace=inplace,
                                  min_bytes=min_bytes, max_bytes=max_bytes)
             if timer is not None:
                 timer.lap("build (Chunk API)")
@@ -250,9 +258,16 @@ def _check_dump_after(names, target: str, no_fuse: bool) -> None:
                   f"{' with --no-fuse' if no_fuse else ''}; it runs {', '.join(runs)}")
 
 
+#: the builder options the shape of the run gives (rank counts, topology, root, counts)
+SHAPE_OPTIONS = ("root", "counts", "topology", "groups", "servers", "ranks_per_server")
+
+
 @click.command("list")
-def list_algorithms():
-    """Show which collectives each algorithm supports."""
+@click.option("--options", "show_options", is_flag=True,
+              help="Also list each algorithm's own options, their defaults and choices.")
+def list_algorithms(show_options=False):
+    """Show which collectives each algorithm supports: the built-ins, then the installed plugins
+    (entry-point group ccxml.algorithms), each marked with its distribution."""
     from ccxml.algorithms import registry
     found = registry.available()
     short = {"allreduce": "AR", "allgather": "AG", "reducescatter": "RS", "alltoall": "A2A",
@@ -261,4 +276,40 @@ def list_algorithms():
     click.echo(" " * width + " ".join(f"{short[c]:>4}" for c in COLL_NAMES))
     for name, alg in found.items():
         marks = " ".join(f"{'x' if Coll(c) in alg.builders else '.':>4}" for c in COLL_NAMES)
-        click.echo(f"{name:<{width}}{marks}")
+        origin = f"  plugin {alg.plugin.distribution} {alg.plugin.version}" if alg.plugin else ""
+        click.echo(f"{name:<{width}}{marks}{origin}")
+    if show_options:
+        click.echo("")
+        click.echo("options (--opt KEY=VALUE where no option of its own is named):")
+        for line in _option_lines(found):
+            click.echo(f"  {line}")
+
+
+def _option_lines(found) -> list[str]:
+    """One line per algorithm and set of collectives with the same own options: each option as
+    the command line spells it, its default and its choices (or the type --opt reads)."""
+    lines = []
+    for name, alg in found.items():
+        described: dict[str, list[str]] = {}
+        for coll in alg.builders:
+            parts = []
+            for key, default in alg.defaults[coll].items():
+                if key in SHAPE_OPTIONS:
+                    continue
+                spelled = OWN_OPTIONS.get(key, f"--opt {key}")
+                allowed = alg.choices[coll].get(key)
+                kind = " | ".join(allowed) if allowed else _kind(default)
+                said = "chosen by the algorithm" if default is None else default
+                parts.append(f"{spelled}: {kind} (default {said})")
+            if parts:
+                described.setdefault("; ".join(parts), []).append(coll.value)
+        for text, colls in described.items():
+            lines.append(f"{name} {', '.join(colls)}: {text}")
+    return lines
+
+
+def _kind(default) -> str:
+    for kind, word in ((bool, "true|false"), (int, "integer"), (float, "number")):
+        if isinstance(default, kind):
+            return word
+    return "text"

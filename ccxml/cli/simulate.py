@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import click
 
+from ccxml.cli.options import opt_option, read_opts
 from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.vocab.wire import Coll
 
@@ -29,12 +30,14 @@ def _schedule_from_text(text: str):
 
 
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
-                       topology=None, target: str = "exec", **options):
+                       topology=None, target: str = "exec", opts: dict[str, str] | None = None,
+                       **options):
     """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule.
 
     The topology is handed to builders that take one (``topology``, ``groups`` or
     ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
-    runtime profile whose limits the compiler meets (it may split long thread blocks).
+    runtime profile whose limits the compiler meets (it may split long thread blocks); ``opts``
+    the builder's own options as text (``--opt KEY=VALUE``).
     Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...).
     """
     from ccxml.algorithms import registry
@@ -45,27 +48,31 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     if c.rooted and root is None:
         root = 0
     kwargs = alg.topology_args(c, topology) if c in alg.builders else {}
+    if opts:
+        kwargs.update(alg.parse_options(c, opts))
     prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs)
     algo = prog.compile(target)
     return _schedule_from_text(to_xml(algo, target))
 
 
 def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *,
-                        root: int | None = None, topology=None, target: str = "exec"):
+                        root: int | None = None, topology=None, target: str = "exec",
+                        opts: dict[str, str] | None = None):
     """One schedule per size: the algorithm built for a window ending at that size (messages as
     large as the runtime moves at that size, §6), as ``ccxml tune`` builds them. Sizes that give
     the same primitive-call size share one schedule."""
     from ccxml.vocab.wire import max_allowed_count
     top = max(sizes)
     first = algorithm_schedule(algorithm, coll, ranks, root=root, topology=topology,
-                               target=target, max_bytes=top)
+                               target=target, opts=opts, max_bytes=top)
     built = {max_allowed_count(first.proto, top, first.nchunksperloop): first}
     out = []
     for n in sizes:
         allowed = max_allowed_count(first.proto, n, first.nchunksperloop)
         if allowed not in built:
             built[allowed] = algorithm_schedule(algorithm, coll, ranks, root=root,
-                                                topology=topology, target=target, max_bytes=n)
+                                                topology=topology, target=target, opts=opts,
+                                                max_bytes=n)
         out.append(built[allowed])
     return out
 
@@ -182,10 +189,13 @@ class Target:
 
 def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=None, topology_file=None,
                 preset=None, nodes=None, gpu=None, alpha=None, beta=None, gamma=None,
-                command: str = "simulate") -> Target:
-    """TARGET (an MSCCL XML file, or an algorithm name built in memory for every size, §6) and
-    the topology the options give; click errors (exit 2, one line) on bad input."""
+                command: str = "simulate", opts: dict[str, str] | None = None) -> Target:
+    """TARGET (an MSCCL XML file, or an algorithm name built in memory for every size, §6, with
+    its own options ``opts``) and the topology the options give; click errors (exit 2, one line)
+    on bad input."""
     is_file = os.path.exists(target) or target.lower().endswith(".xml")
+    if is_file and opts:
+        raise click.UsageError("--opt goes with an algorithm name, not a file")
     if is_file:
         if not os.path.isfile(target):
             _fail(f"no such file: {target}")
@@ -208,7 +218,7 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
                                f"allreduce; --preset/--nodes give the ranks too)")
     ranks = ranks_of(topo, ranks)
     try:
-        schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo)
+        schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts)
     except ValueError as e:
         _fail(str(e))
     return Target(schedules, f"{target} {coll}", topo, notes, False)
@@ -230,8 +240,9 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
               help="Busiest links to list (0: none; --json lists all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--plot", default=None, help="Write busbw vs size to OUT.png or OUT.svg.")
+@opt_option
 def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, topology_file,
-             preset, nodes, gpu, alpha, beta, gamma, nlinks, as_json, plot):
+             preset, nodes, gpu, alpha, beta, gamma, nlinks, as_json, plot, opts=()):
     """Estimate how long TARGET (an MSCCL XML file or an algorithm name) takes.
 
     On a preset or a network topology (--preset, a [network] file, NCCL topology XML) every
@@ -246,7 +257,8 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     from ccxml.vocab.errors import SimulationError, TopologyError
     sizes = _sizes(nbytes, minbytes, maxbytes, stepfactor)
     tg = load_target(target, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
-                     preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma)
+                     preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma,
+                     opts=read_opts(opts))
     schedules, schedule, label, topo, notes, is_file = (tg.schedules, tg.schedule, tg.label, tg.topology,
                                                         tg.notes, tg.is_file)
     try:

@@ -77,3 +77,11 @@ class MSCCLangError(CcxmlError):
 # ---- tools --------------------------------------------------------------------------------
 class TuneError(CcxmlError):
     """Tuning cannot produce a usable directory (no candidate, bad directory, ...)."""
+
+
+# ---- warnings -----------------------------------------------------------------------------
+class PluginWarning(UserWarning):
+    """An installed algorithm plugin cannot be used (its module does not import, registers
+    nothing under its name, or takes a name already in use): it is left out, the rest works.
+    The message is one line naming the plugin and its distribution; the command line prints
+    it as ``ccxml: warning: ...``."""

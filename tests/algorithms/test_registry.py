@@ -78,3 +78,28 @@ def test_the_built_ins_are_declared_in_list_order_and_check_their_parameters():
         ring.broadcast(8, root=8)
     with pytest.raises(AlgorithmError, match="2d-torus: --intra must be one of ring, mesh; got 'nhr'"):
         registry.build("2d-torus", "allreduce", 4, intra="nhr")
+
+
+def test_options_from_text_take_the_type_of_their_default():
+    """``--opt KEY=VALUE``: the value is read as the type of the builder's default."""
+    reg = Registry()
+
+    def allgather(p: int, *, width: int = 1, share: float = 0.5, fused: bool = False,
+                  label: str | None = None, options: Options = Options()):
+        raise AssertionError("not built here")
+
+    reg.register("typed", Coll.ALLGATHER, allgather)
+    alg = reg.get("typed")
+    assert alg.defaults[Coll.ALLGATHER] == {"width": 1, "share": 0.5, "fused": False, "label": None}
+    assert alg.parse_options("allgather", {"width": "3", "share": "0.25", "fused": "yes", "label": "x=1"}) == \
+        {"width": 3, "share": 0.25, "fused": True, "label": "x=1"}
+    assert alg.parse_options("allgather", {"fused": "Off"}) == {"fused": False}
+    for texts, message in [({"width": "3.5"}, "--opt width=3.5: width takes an integer"),
+                           ({"share": "half"}, "--opt share=half: share takes a number"),
+                           ({"fused": "maybe"}, "--opt fused=maybe: fused is true or false"),
+                           ({"depth": "2"}, "typed allgather takes no option 'depth'; its options: "
+                                            "width, share, fused, label")]:
+        with pytest.raises(AlgorithmError, match=message):
+            alg.parse_options("allgather", texts)
+    with pytest.raises(AlgorithmError, match="typed does not support allreduce"):
+        alg.parse_options("allreduce", {"width": "2"})

@@ -1,0 +1,41 @@
+"""``--opt KEY=VALUE``: an algorithm's own keyword options, for ``generate`` and ``simulate``.
+
+The options every algorithm shares have options of their own (``--root``, ``--intra``,
+``--variant``, ...); any other keyword option a builder takes — a plugin's, say — is reachable
+as ``--opt KEY=VALUE`` (repeatable), its value read as the type of the option's default
+(:meth:`ccxml.frontend.registry.Algorithm.parse_options`).
+"""
+from __future__ import annotations
+
+import click
+
+#: builder options that have an option of their own on the command line
+OWN_OPTIONS = {"root": "--root", "counts": "--counts", "topology": "--topology", "groups": "--groups",
+               "servers": "--servers", "ranks_per_server": "--ranks-per-server", "intra": "--intra",
+               "inter": "--inter", "variant": "--variant"}
+
+OPT_HELP = ("An option of the algorithm's builder, e.g. --opt stride=3 (repeatable; ccxml list "
+            "--options shows them).")
+
+
+def opt_option(f):
+    """Add ``--opt KEY=VALUE`` (repeatable) to a command, as its ``opts`` parameter."""
+    return click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help=OPT_HELP)(f)
+
+
+def read_opts(texts) -> dict[str, str]:
+    """``--opt`` texts as {key: value text}; a usage error (one line, exit 2) for one without
+    ``=``, a key given twice, or one that has an option of its own. Dashes in a key are
+    underscores (``--opt chunk-size=2`` is ``chunk_size``)."""
+    out: dict[str, str] = {}
+    for text in texts:
+        key, eq, value = text.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key:
+            raise click.UsageError(f"--opt {text}: give KEY=VALUE")
+        if key in OWN_OPTIONS:
+            raise click.UsageError(f"--opt {text}: use {OWN_OPTIONS[key]}")
+        if key in out:
+            raise click.UsageError(f"--opt {key} is given twice")
+        out[key] = value
+    return out
