@@ -397,7 +397,7 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                 if at_hi != at_lo:
                     simulated["max"] = _point(ranker, name, at_hi, text, sched, root)
                 res.files.append(TunedFile(
-                    name=f"{coll}-{form}-{i:0{width}d}-{name}.xml", coll=coll, form=form,
+                    name=f"{coll}-{form}-{i:0{width}d}-{name.replace(':', '-')}.xml", coll=coll, form=form,
                     algorithm=name, min_bytes=lo, max_bytes=hi, text=text,
                     nchunksperloop=sched.nchunksperloop, nchannels=sched.nchannels,
                     proto=sched.proto, verdict=_verdict(rep, cfg.target), simulated=simulated))

@@ -90,3 +90,15 @@ def test_list_shows_the_trees_with_their_collectives():
     for name in ("tree", "double-tree"):
         have = {h for h, x in zip(header, rows[name]) if x == "x"}
         assert have == {"AR", "BC", "RD"}, name
+
+
+def test_tune_picks_the_single_tree_for_small_messages(tmp_path):
+    code, out, err = ccxml("tune", "--ranks", "12", "-c", "allreduce", "--forms", "outofplace",
+                           "--algorithms", "nhr,nhr:single-tree,double-tree", "-o", tmp_path / "algos")
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "algos.manifest.json").read_text())
+    picked = [(f["algorithm"], f["file"]) for f in manifest["files"]]
+    assert picked[0] == ("nhr:single-tree", "allreduce-outofplace-00-nhr-single-tree.xml")
+    assert picked[-1][0] == "double-tree"
+    code, _, err = ccxml("tune", "--ranks", "12", "--algorithms", "nhr:two", "-o", tmp_path / "x")
+    assert code == 2 and "unknown algorithm 'nhr:two'" in err
