@@ -79,23 +79,24 @@ def reduce_up(parent: list[int], blocks: list[int]) -> Table:
     """Every member sends each of ``blocks`` (in order) to its parent, which reduces it: block
     number i leaves member m in step i + height(m)."""
     h = heights(parent)
-    nsteps = len(blocks) + max(h)
-    table: Table = [[] for _ in range(nsteps)]
-    for r in sorted(range(len(parent)), key=lambda r: (parent[r], r)):
-        if parent[r] >= 0:
-            for i, j in enumerate(blocks):
-                table[i + h[r]].append((r, parent[r], [j]))
-    return [step for step in table if step]
+    return _pipelined(parent, blocks, lambda r: h[r], up=True)
 
 
 def broadcast_down(parent: list[int], blocks: list[int]) -> Table:
     """Every member sends each of ``blocks`` (in order) to its children: block number i leaves
     member m in step i + depth(m)."""
     d = depths(parent)
-    nsteps = len(blocks) + max(d)
-    table: Table = [[] for _ in range(nsteps)]
-    for r in sorted(range(len(parent)), key=lambda r: (parent[r], r)):
-        if parent[r] >= 0:
-            for i, j in enumerate(blocks):
-                table[i + d[parent[r]]].append((parent[r], r, [j]))
+    return _pipelined(parent, blocks, lambda r: d[parent[r]], up=False)
+
+
+def _pipelined(parent: list[int], blocks: list[int], lag, up: bool) -> Table:
+    """Block number i crosses the edge of member r and its parent in step i + lag(r), upward or
+    downward; edges in the order (parent, member)."""
+    n = len(parent)
+    edges = sorted((r for r in range(n) if parent[r] >= 0), key=lambda r: (parent[r], r))
+    table: Table = [[] for _ in range(len(blocks) + max((lag(r) for r in edges), default=0))]
+    for r in edges:
+        a, b = (r, parent[r]) if up else (parent[r], r)
+        for i, j in enumerate(blocks):
+            table[i + lag(r)].append((a, b, [j]))
     return [step for step in table if step]
