@@ -3,8 +3,9 @@ for small messages, where α dominates, one binomial tree moves the whole buffer
 
 * AllReduce: one-shot Reduce to rank 0 (ns steps: in step k every rank at distance ≡ 2^k mod 2^(k+1)
   sends its partial sum 2^k nearer), then one-shot Broadcast from rank 0 (ns steps, farthest
-  first): 2·ns messages on the critical path, each of the whole buffer, where the block mode
-  sends 2·ns messages of shrinking block sets and more of them where blocks do not touch.
+  first): 2·ns messages on the critical path (2·ns − 1 for p not a power of two: a rank idle in a
+  step goes on), each of the whole buffer, where the block mode takes 2·ns rounds of shrinking
+  block sets.
 * Broadcast: the one-shot Broadcast from the root (ns steps), where the block mode takes 2·ns.
 
 The tables are :mod:`ccxml.tables.nhr_tree`. As in the block mode each rank runs its steps in
