@@ -43,9 +43,11 @@ def build(rules: Rules, coll: Coll, p: int, options: Options, root: int = 0) -> 
     return prog
 
 
-def register(rules: Rules) -> dict[Coll, Callable[..., Program]]:
+def register(rules: Rules, own: dict[Coll, Callable[..., Program]] | None = None,
+             **choices) -> dict[Coll, Callable[..., Program]]:
     """Register the builders of an algorithm with these tables (its name is ``rules.name``);
-    return them by collective, as its ``COLLECTIVES``."""
+    return them by collective, as its ``COLLECTIVES``. ``own`` replaces the builders of some
+    collectives (a script's variants, which take the ``choices``)."""
     def builder(coll: Coll):
         if coll.rooted:
             def rooted(p: int, *, root: int = 0, options: Options = Options()) -> Program:
@@ -58,6 +60,8 @@ def register(rules: Rules) -> dict[Coll, Callable[..., Program]]:
         flat.__name__ = flat.__qualname__ = coll.value
         return flat
 
+    own = own or {}
     for coll in COLLECTIVES:
-        registry.register(rules.name, coll, builder(coll))
+        mine = own.get(coll)
+        registry.register(rules.name, coll, mine or builder(coll), choices=choices if mine else None)
     return registry.get(rules.name).builders

@@ -22,7 +22,8 @@ AllReduce and Broadcast place logical block j at physical block ``slice_map(p)[j
 peer in one step travel as one step (HCCL's ``MergeSlices``). Every block is ``channels`` chunks and
 channel c carries chunk c of each block, so that many instances run side by side. HCCL rounds its
 AllReduce/Broadcast blocks to 128 bytes (§0.4); MSCCL chunks are equal fractions of the buffer, so
-ccxml's blocks are equal. The one-shot small-message variants are not generated.
+ccxml's blocks are equal. HCCL's one-shot small-message mode is ``--variant single-tree`` (AllReduce,
+Broadcast; :mod:`ccxml.algorithms._nhr_tree`).
 
 HCCL runs a rank's steps one after another on one stream, and only the per-rank order and pairing are
 normative (§0.3); MSCCL runs a rank's thread blocks in parallel, so every transfer a rank makes in
@@ -37,14 +38,31 @@ ccxml's schedule sends the blocks of a step that are not adjacent in memory as s
 """
 from __future__ import annotations
 
-from ccxml.algorithms import _blocks
+from ccxml.algorithms import _blocks, _nhr_tree
+from ccxml.frontend.algorithm import Options
+from ccxml.frontend.chunk import Program
 from ccxml.tables import nhr
+from ccxml.vocab.wire import Coll
 
 RULES = nhr.RULES
 slice_map = nhr.slice_map
+VARIANTS = _nhr_tree.VARIANTS
 
 
-COLLECTIVES = _blocks.register(RULES)
+def _allreduce(p: int, *, variant: str = VARIANTS[0], options: Options = Options()) -> Program:
+    if variant == "single-tree":
+        return _nhr_tree.allreduce(p, options)
+    return _blocks.build(RULES, Coll.ALLREDUCE, p, options)
+
+
+def _broadcast(p: int, *, root: int = 0, variant: str = VARIANTS[0], options: Options = Options()) -> Program:
+    if variant == "single-tree":
+        return _nhr_tree.broadcast(p, root, options)
+    return _blocks.build(RULES, Coll.BROADCAST, p, options, root)
+
+
+COLLECTIVES = _blocks.register(RULES, {Coll.ALLREDUCE: _allreduce, Coll.BROADCAST: _broadcast},
+                               variant=VARIANTS)
 allreduce, allgather, reducescatter, broadcast, scatter = COLLECTIVES.values()
 
 if __name__ == "__main__":

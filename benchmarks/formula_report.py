@@ -22,7 +22,7 @@ _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)
 
 from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 
-from ccxml.algorithms import build
+from ccxml.algorithms import build, registry
 from ccxml.cli.simulate import algorithm_schedule
 from ccxml.simulator import simulate_schedule
 from ccxml.simulator.formulas import FORMULAS
@@ -74,7 +74,8 @@ def main() -> None:
             target = "exec" if f.coll in ("gather", "scatter", "alltoall") else "legacy"
             mult = p if f.coll in ("gather", "scatter") else 1
             try:
-                per = build(f.algorithm, f.coll, p, root=f.root).algo.nchunksperloop * mult
+                name, variant = registry.entry(f.algorithm)       # NAME or NAME:VARIANT
+                per = build(name, f.coll, p, root=f.root, **variant).algo.nchunksperloop * mult
                 n = float(per * 4 * max(1, math.ceil((1 << 20) / (per * 4))))
                 # generated for a window whose largest size is n (as tests/test_simulator_formulas.py)
                 s = algorithm_schedule(f.algorithm, f.coll, p, root=f.root, target=target,

@@ -20,7 +20,8 @@ INTRA_HELP = ("Hierarchical algorithms: the algorithm inside a server/group. 2d-
 INTER_HELP = ("Hierarchical algorithms: the algorithm between servers/groups (2d-torus, 2d-mesh, "
               "2d-ring, hierarchical, ahc): ring | nhr | nb | rhd. Default ring; ahc: ring for up "
               "to 3 groups, else nhr.")
-VARIANT_HELP = "mesh allreduce: two-shot (default, reduce-scatter + all-gather) | one-shot."
+VARIANT_HELP = ("mesh allreduce: two-shot (default, reduce-scatter + all-gather) | one-shot; nhr "
+                "allreduce, broadcast: blocks (default) | single-tree (one binomial tree, small data).")
 
 
 def _fail(message: str):

@@ -32,7 +32,8 @@ def _schedule_from_text(text: str):
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
                        topology=None, target: str = "exec", opts: dict[str, str] | None = None,
                        **options):
-    """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule.
+    """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule
+    (``algorithm`` may name a variant, ``NAME:VARIANT``, as :meth:`Registry.entries` lists them).
 
     The topology is handed to builders that take one (``topology``, ``groups`` or
     ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
@@ -43,6 +44,7 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
     from ccxml.writer.msccl import to_xml
+    algorithm, variant = registry.entry(algorithm)
     alg = registry.get(algorithm)
     c = Coll(coll)
     if c.rooted and root is None:
@@ -50,7 +52,8 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     kwargs = alg.topology_args(c, topology) if c in alg.builders else {}
     if opts:
         kwargs.update(alg.parse_options(c, opts))
-    prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs)
+    prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs,
+                          **variant)
     algo = prog.compile(target)
     return _schedule_from_text(to_xml(algo, target))
 
@@ -350,8 +353,9 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
 # ---- ccxml select -----------------------------------------------------------------------------
 
 def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None):
-    """Simulate every available algorithm supporting ``coll``, each built for a window ending
-    at ``nbytes`` (its messages as large as the runtime moves at that size).
+    """Simulate every available algorithm supporting ``coll`` and each of its variants
+    (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
+    (its messages as large as the runtime moves at that size).
 
     Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
     unavailable = [(name, reason)] for algorithms that cannot build this shape.
@@ -359,11 +363,8 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     from ccxml.algorithms import registry
     from ccxml.simulator import simulate_schedule
     from ccxml.vocab.errors import SimulationError
-    c = Coll(coll)
     ranked, skipped = [], []
-    for name, alg in registry.available().items():
-        if c not in alg.builders:
-            continue
+    for name in registry.entries(coll):
         try:
             sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
                                        max_bytes=int(nbytes))
@@ -447,20 +448,21 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
                      "reason": advice.reason, "pick": rule_pick, "unless_faster": alt},
             "notes": notes, "topology_notes": topo_notes}, indent=1))
         return
+    w = max([14, *(len(name) for name, _ in ranked)])       # a variant's NAME:VARIANT may be longer
     out = [f"# ccxml select: {coll}, {ranks} ranks, {format_size(n)} ({n} B)",
            f"# topology: {topo.describe()}",
            f"# bound: busbw <= {_fmt_bw(bound.busbw)} GB/s ({bound.cut})",
            f"# HCCL rule ({advice.level}): {advice.reason} -> {', '.join(advice.algorithms) or '-'}",
            "#",
-           f"# {'rank':>4}  {'algorithm':<14} {'time (us)':>12} {'algbw':>9} {'busbw':>9} {'vs best':>8}  rule"]
+           f"# {'rank':>4}  {'algorithm':<{w}} {'time (us)':>12} {'algbw':>9} {'busbw':>9} {'vs best':>8}  rule"]
     best = ranked[0][1].time_s if ranked else 0.0
     for i, (name, r) in enumerate(ranked, 1):
         mark = "<- rule" if name == rule_pick else ""
         rel = r.time_s / best if best > 0 else 1.0
-        out.append(f"  {i:>4}  {name:<14} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
+        out.append(f"  {i:>4}  {name:<{w}} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
                    f"{r.busbw / 1e9:>9.2f} {rel:>7.2f}x  {mark}".rstrip())
     for name, why in skipped:
-        out.append(f"  {'-':>4}  {name:<14} n/a: {why}")
+        out.append(f"  {'-':>4}  {name:<{w}} n/a: {why}")
     for note in notes + topo_notes:
         out.append(f"# note: {note}")
     click.echo("\n".join(out))

@@ -35,7 +35,9 @@ def _algorithms(text):
         raise click.UsageError("--algorithms needs at least one name")
     known = registry.available()
     for a in names:
-        if a not in known:
+        name, variant = registry.entry(a)            # NAME or NAME:VARIANT
+        if name not in known or (variant and not any(
+                variant["variant"] in ch.get("variant", ()) for ch in known[name].choices.values())):
             raise click.UsageError(f"--algorithms: unknown algorithm {a!r}; available: "
                                    f"{', '.join(known)}")
     return tuple(dict.fromkeys(names))

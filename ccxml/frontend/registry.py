@@ -299,6 +299,24 @@ class Registry:
                 self._warn(name, self._broken[name])
         return {name: alg for name, alg in found.items() if alg is not None}
 
+    def entries(self, coll: Coll | str) -> list[str]:
+        """Every way to run ``coll`` that ``select`` and ``tune`` rank: each available algorithm
+        that supports it, and each of its other ``variant`` choices as ``NAME:VARIANT`` (the
+        first choice is the builder's default, the algorithm's own name)."""
+        coll = _coll(coll)
+        out = []
+        for name, alg in self.available().items():
+            if coll in alg.builders:
+                out.append(name)
+                out += [f"{name}:{v}" for v in alg.choices[coll].get("variant", ())[1:]]
+        return out
+
+    def entry(self, label: str) -> tuple[str, dict]:
+        """(algorithm name, builder keywords) of an :meth:`entries` label: ``NAME`` or
+        ``NAME:VARIANT``."""
+        name, _, variant = label.partition(":")
+        return name, ({"variant": variant} if variant else {})
+
     def _load(self, name: str) -> Algorithm | None:
         alg = self._algorithms.get(name)
         if alg is not None or name in self._broken:

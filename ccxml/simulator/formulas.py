@@ -193,6 +193,48 @@ def _nonuniform_rows(algorithm: str) -> list[CostFormula]:
             for coll, f in doc.items()]
 
 
+def _one_shot_plan(p: int, allreduce: bool) -> list[list[tuple]]:
+    """NHR single-tree's messages step by step (root 0; one block, the whole buffer): the one-shot
+    reduce (AllReduce) then the one-shot broadcast, from :mod:`ccxml.tables.nhr_tree`."""
+    from ccxml.tables import nhr_tree
+    steps = [[(s, d, [1], True) for s, d, _ in step] for step in nhr_tree.reduce(p)] if allreduce else []
+    return steps + [[(s, d, [1], False) for s, d, _ in step] for step in nhr_tree.broadcast(p)]
+
+
+_WHY_ONE_SHOT = ("HCCL publishes no one-shot formula; the doc column is the binomial tree's, ns steps "
+                 "each way. A rank idle in a step goes on (HCCL has no barrier, §0.3), so for p not a "
+                 "power of two a reduce's transfer overlaps the root's previous step and only its γ "
+                 "stays on the critical path; the ccxml formula is step_time on the tables' messages.")
+
+
+def _tree_depth(p: int) -> int:
+    """The tree scripts' default pipeline depth D: 2⌈log2 p⌉, at least 2."""
+    return max(2, 2 * ns(p))
+
+
+def _tree_row(algorithm: str, coll: str, trees: int) -> CostFormula:
+    """ccxml's own formulas for the pipelined trees (NCCL publishes none): h = ⌈log2 p⌉ + 1
+    levels, D blocks per tree of n/(trees·D) bytes; a block takes one step per level and the
+    pipeline adds one step per block."""
+    def cost(p, n, a, b, g):
+        d, h = _tree_depth(p), ns(p) + 1
+        blk = n / (trees * d)
+        if coll == "broadcast":
+            return (d + h - 2) * (a + blk * b)
+        if coll == "reduce":
+            return (d + h - 2) * (a + blk * (b + g))
+        return (d + 2 * h - 3) * (a + blk * (b + g))
+    exact = coll == "broadcast"
+    return CostFormula(
+        algorithm, algorithm.replace("-", "_"), coll, cost, root=None if coll == "allreduce" else 0,
+        ps=tuple(ALL_P) if trees == 1 else tuple(range(3 if exact else 4, 34)),   # p = 2: trees share a link
+        why="" if exact else (
+            "an estimate, not exact: a node with two children reduces both copies of a block in turn, "
+            "which puts one to two γ per level on the critical path where the formula charges one "
+            "(and, in the double tree for p ≤ 3, both trees share links); simulated / formula = "
+            "0.85-1.06 for p = 4..33 (tests/simulator/test_simulator_formulas.py)."))
+
+
 FORMULAS = [
     # ---- Ring (§3) ----------------------------------------------------------------------------
     CostFormula("ring", "ring", "allreduce", lambda p, n, a, b, g: 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g),
@@ -230,6 +272,14 @@ FORMULAS = [
     # ---- NHR (§7), NB (§8): the same doc formulas --------------------------------------------
     *_nonuniform_rows("nhr"),
     *_nonuniform_rows("nb"),
+    # ---- NHR single-tree (§7.2 one-shot), tree, double binary tree (NCCL trees.cc) -----------
+    CostFormula("nhr:single-tree", "nhr", "allreduce",
+                lambda p, n, a, b, g: 2 * ns(p) * (a + n * b) + ns(p) * n * g,
+                ccxml=lambda p, n, a, b, g: step_time(_one_shot_plan(p, True), p, n, a, b, g),
+                why=_WHY_ONE_SHOT),
+    CostFormula("nhr:single-tree", "nhr", "broadcast", lambda p, n, a, b, g: ns(p) * (a + n * b), root=0),
+    *(_tree_row(name, coll, trees) for name, trees in (("tree", 1), ("double-tree", 2))
+      for coll in ("allreduce", "reduce", "broadcast")),
     # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
     CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
                 hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),

@@ -1,7 +1,8 @@
 """AHC — Asymmetric Hierarchical Concatenate (hccl-algorithms.md §9): its groups and logic cards.
 
 The phases themselves are flat tables (:mod:`ccxml.tables.schemes`) among the members of a group
-or of a card; this module gives who those members are.
+or of a card; this module gives who those members are, and how many data units the segment axis
+[0, L) is laid on (:func:`axis`, :func:`scale`).
 """
 from __future__ import annotations
 
@@ -49,3 +50,25 @@ def logic_cards(groups: list[list[int]]) -> tuple[int, list[Card]]:
         t_min = groups[mi].index(members[mi])
         cards.append(Card(k, lo, hi, members, lo - t_min * (big_l // sizes[mi])))
     return big_l, sorted(cards, key=lambda c: (c.order, c.index))
+
+
+def axis(sizes: list[int], most: int) -> int:
+    """U, the data units the segment axis [0, L) is laid on (L = lcm of the sizes): L itself when
+    L ≤ ``most``, so that every range is a whole number of units (§9.2); else the U in
+    [max(max size, L / min size), ``most``] whose largest group range exceeds the mean by least
+    (ties: the smallest U), ranges then differing by one unit. (A large L, {7, 9} → 63,
+    {16, 17} → 272, makes more chunks than the runtimes' step limits allow when every message is
+    one chunk.) U ≥ L / min size keeps every card at least one unit wide in the ReduceScatter
+    and AllGather regions (a card is ≥ 1/L of the axis)."""
+    big_l = math.lcm(*sizes)
+    if big_l <= most:
+        return big_l
+    low = max(max(sizes), -(-big_l // min(sizes)))
+    return min(range(low, max(most, low) + 1),
+               key=lambda u: (max(-(-u // m) * m / u for m in sizes), u))
+
+
+def scale(x: int, units: int, big_l: int) -> int:
+    """Axis position x ∈ [0, L] as a data unit on an axis of ``units`` units (rounded down: the
+    ranges of consecutive positions tile the units)."""
+    return x * units // big_l

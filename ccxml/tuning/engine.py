@@ -117,8 +117,10 @@ def build_text(algorithm: str, coll: str, cfg: TuneConfig, inplace: bool, min_by
     from ccxml.frontend.algorithm import Options
     from ccxml.writer.msccl import to_xml
     c = Coll(coll)
+    algorithm, variant = registry.entry(algorithm)
     alg = registry.get(algorithm)
     kwargs = alg.topology_args(c, cfg.topology) if c in alg.builders else {}
+    kwargs.update(variant)
     opts = Options(channels=cfg.channels, proto=Proto.SIMPLE, inplace=inplace,
                    min_bytes=min_bytes, max_bytes=max_bytes)
     prog = registry.build(algorithm, c, cfg.ranks, options=opts, root=cfg.root if c.rooted else None,
@@ -127,11 +129,12 @@ def build_text(algorithm: str, coll: str, cfg: TuneConfig, inplace: bool, min_by
 
 
 def candidates(coll: str, cfg: TuneConfig) -> list[str]:
-    """Names of the algorithms to try for ``coll``: those available now that support it."""
+    """Names of the algorithms to try for ``coll``: those available now that support it, and
+    their variants (``NAME:VARIANT``, :meth:`ccxml.frontend.registry.Registry.entries`)."""
     from ccxml.algorithms import registry
-    found = registry.available()
-    names = list(cfg.algorithms) if cfg.algorithms is not None else list(found)
-    return [n for n in names if n in found and Coll(coll) in found[n].builders]
+    found = registry.entries(coll)
+    names = list(cfg.algorithms) if cfg.algorithms is not None else found
+    return [n for n in names if n in found]
 
 
 # ---- windows --------------------------------------------------------------------------------
@@ -394,7 +397,7 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                 if at_hi != at_lo:
                     simulated["max"] = _point(ranker, name, at_hi, text, sched, root)
                 res.files.append(TunedFile(
-                    name=f"{coll}-{form}-{i:0{width}d}-{name}.xml", coll=coll, form=form,
+                    name=f"{coll}-{form}-{i:0{width}d}-{name.replace(':', '-')}.xml", coll=coll, form=form,
                     algorithm=name, min_bytes=lo, max_bytes=hi, text=text,
                     nchunksperloop=sched.nchunksperloop, nchannels=sched.nchannels,
                     proto=sched.proto, verdict=_verdict(rep, cfg.target), simulated=simulated))

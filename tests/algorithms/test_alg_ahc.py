@@ -167,3 +167,47 @@ def test_simulated_time_is_within_the_doc_cost():
             t = simulate_schedule(sched, n, topo).time_s
             doc = row.hier_doc(groups, n, *AHC_LEVELS)
             assert 0.3 * doc < t <= doc, f"{groups} n={n:g}: simulated {t:.4e} s, doc formula {doc:.4e} s"
+
+
+# ---- groups whose sizes have a large common multiple (issue 17) --------------------------------
+BIG_LCM = [(7, 9), (16, 17)]
+
+
+def test_the_axis_is_the_lcm_where_it_fits_and_near_even_ranges_beyond():
+    from ccxml.tables.ahc import axis, scale
+    assert axis([2, 3], 36) == 6 and axis([5, 7], 35) == 35          # L itself: equal ranges
+    for sizes, most in (([7, 9], 50), ([16, 17], 24), ([16, 17], 160)):
+        u = axis(sizes, most)
+        assert max(sizes) <= u <= most
+        big_l = 63 if sizes == [7, 9] else 272
+        assert u >= -(-big_l // min(sizes))          # every card keeps at least one unit
+        for m in sizes:
+            widths = [scale((t + 1) * (big_l // m), u, big_l) - scale(t * (big_l // m), u, big_l)
+                      for t in range(m)]
+            assert sum(widths) == u and max(widths) - min(widths) <= 1, (sizes, m, widths)
+
+
+@pytest.mark.parametrize("coll", list(ahc.COLLECTIVES), ids=lambda c: c.value)
+def test_large_common_multiples_fit_every_target(coll):
+    """{7, 9} (L = 63) and {16, 17} (L = 272) used to exceed exec's 64 steps per thread block:
+    the axis now has at most ahc.MOST_UNITS units. Every target at {7, 9}; exec at {16, 17} (every
+    target in the slow sweep)."""
+    for groups, targets in (((7, 9), sorted(PROFILES)), ((16, 17), ["exec"])):
+        _verify_shape(coll, groups, targets)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("coll", list(ahc.COLLECTIVES), ids=lambda c: c.value)
+def test_large_common_multiples_sweep(coll):
+    for groups in [(16, 17), (15, 16), (8, 9), (13, 16), (4, 5, 6)]:
+        _verify_shape(coll, groups, sorted(PROFILES))
+
+
+def _verify_shape(coll, groups, targets):
+    topo = Topology.from_groups(groups)
+    for target in targets:
+        inplace = target == "rccl"
+        text = ahc.COLLECTIVES[coll](sum(groups), topology=topo,
+                                     options=Options(inplace=inplace)).to_xml(target)
+        rep = verify(text, target=target)
+        assert rep.ok, f"{coll.value} {groups} {target}: {rep.first_reason}"
