@@ -14,7 +14,8 @@ from ccxml.frontend.registry import registry
 BUILT_IN = (("ring", "ring"), ("mesh", "mesh"), ("rhd", "rhd"), ("pairwise", "pairwise"),
             ("star", "star"), ("nhr", "nhr"), ("nb", "nb"), ("ahc", "ahc"), ("pipeline", "pipeline"),
             ("2d-ring", "ring2d"), ("2d-torus", "torus2d"), ("2d-mesh", "mesh2d"),
-            ("hierarchical", "hierarchical"))
+            ("hierarchical", "hierarchical"),
+            ("bidir-ring", "bidir_ring"))
 
 for _name, _module in BUILT_IN:
     registry.declare(_name, f"{__name__}.{_module}")

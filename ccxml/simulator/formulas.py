@@ -176,6 +176,14 @@ _WHY_GAMMA = (" Each message is reduced as it arrives, so its γ overlaps the ne
               "for large n this is faster than the doc, which charges β+γ for every byte in turn.")
 
 
+_WHY_BIDIR = ("not in HCCL's catalogue: ccxml's formula. Ring (§3) on each half of the data, the two "
+               "rings in opposite directions at once; with full-duplex links they share no link "
+               "direction, so the time is Ring's with n/2. At p = 2 the two rings are the same "
+               "link (r+1 = r−1) and the halves share it: no row.")
+#: the p of the bidirectional ring's rows (at p = 2 both rings are one link)
+BIDIR_P = tuple(p for p in ALL_P if p >= 3)
+
+
 def _nonuniform_rows(algorithm: str) -> list[CostFormula]:
     """NHR's and NB's rows (§7, §8 give both the same formulas), each with ccxml's formula."""
     doc = {
@@ -230,6 +238,10 @@ FORMULAS = [
     # ---- NHR (§7), NB (§8): the same doc formulas --------------------------------------------
     *_nonuniform_rows("nhr"),
     *_nonuniform_rows("nb"),
+    # ---- Bidirectional ring (ccxml's, §3's ring twice): half the data each way ------------------
+    CostFormula("bidir-ring", "bidir_ring", "allreduce", lambda p, n, a, b, g: 2 * (p - 1) * a + (p - 1) / p * n * b + (p - 1) / p * n / 2 * g, ps=BIDIR_P, why=_WHY_BIDIR),
+    CostFormula("bidir-ring", "bidir_ring", "reducescatter", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n / 2 * (b + g), ps=BIDIR_P, why=_WHY_BIDIR),
+    CostFormula("bidir-ring", "bidir_ring", "allgather", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n / 2 * b, ps=BIDIR_P, why=_WHY_BIDIR),
     # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
     CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
                 hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),
