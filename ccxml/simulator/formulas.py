@@ -232,6 +232,8 @@ FORMULAS = [
     CostFormula("rhd", "rhd", "reduce", _rhd_nonpow2_rd, ps=NONPOW2, root=0),
     # ---- PairWise (§5): uniform all-to-all, n_ij = n/p -----------------------------------------
     CostFormula("pairwise", "pairwise", "alltoall", lambda p, n, a, b, g: (p - 1) * a + (p - 1) * n / p * b),
+    # pairwise-exchange ReduceScatter (Thakur, Rabenseifner & Gropp 2005, §4.5; not HCCL's)
+    CostFormula("pairwise", "pairwise", "reducescatter", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n * (b + g)),
     # ---- Star (§6): root-side serialisation ignored ---------------------------------------------
     CostFormula("star", "star", "broadcast", lambda p, n, a, b, g: a + n * b, root=0),
     CostFormula("star", "star", "gather", lambda p, n, a, b, g: a + n / p * b, root=0),
