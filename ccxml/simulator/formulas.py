@@ -244,6 +244,12 @@ FORMULAS = [
     CostFormula("bidir-ring", "bidir_ring", "allreduce", lambda p, n, a, b, g: 2 * (p - 1) * a + (p - 1) / p * n * b + (p - 1) / p * n / 2 * g, ps=BIDIR_P, why=_WHY_BIDIR),
     CostFormula("bidir-ring", "bidir_ring", "reducescatter", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n / 2 * (b + g), ps=BIDIR_P, why=_WHY_BIDIR),
     CostFormula("bidir-ring", "bidir_ring", "allgather", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n / 2 * b, ps=BIDIR_P, why=_WHY_BIDIR),
+    # ---- Recursive doubling (Thakur, Rabenseifner & Gropp 2005, §4.1), any p ---------------------
+    CostFormula("recursive-doubling", "doubling", "allgather", lambda p, n, a, b, g: ns(p) * a + ((1 << ns(p)) - 1) / p * n * b,
+                why="the paper's formula for p a power of two, lg p·α + (p−1)/p·nβ; for other p ccxml "
+                    "keeps ⌈lg p⌉ steps (a cut partner group serves several ranks) where MPICH adds up "
+                    "to ⌊lg p⌋ steps: the ranks of a full group then receive a whole full group in the "
+                    "last step, (2^⌈lg p⌉ − 1)/p·nβ in all."),
     # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
     CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
                 hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),

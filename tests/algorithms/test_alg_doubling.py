@@ -1,0 +1,68 @@
+"""Recursive-doubling AllGather for any p (algorithms/doubling.py, ``recursive-doubling``).
+
+* The table: after step s every member holds the blocks of its group of 2^(s+1); every member
+  receives at most once a step; ⌈log2 p⌉ steps for every p.
+* Every configuration verifies (target × channels × call form, bounded links included) at small
+  p; exec for p up to 33 and 64 (every p to 65 is the ``slow`` sweep).
+* Rounds measured on the XML and the α-only critical path (flat model) are ⌈log2 p⌉.
+"""
+from __future__ import annotations
+
+import pytest
+from schedule_rounds import rounds
+from test_alg_mesh import assert_verifies, generate, sweep_configurations
+
+from ccxml.algorithms import build
+from ccxml.cli.simulate import algorithm_schedule
+from ccxml.frontend.algorithm import Options
+from ccxml.simulator import simulate_schedule
+from ccxml.tables import doubling
+from ccxml.topology.model import Topology
+from ccxml.vocab.wire import Coll
+
+
+def ns(p: int) -> int:
+    return (p - 1).bit_length()
+
+
+@pytest.mark.parametrize("p", [*range(2, 40), 64, 65, 100])
+def test_table_gathers_every_block_one_receive_per_step(p):
+    held = [{r} for r in range(p)]
+    table = doubling.all_gather(p)
+    assert len(table) == ns(p)
+    for s, step in enumerate(table):
+        receivers = [b for _, b, _ in step]
+        assert len(receivers) == len(set(receivers)), f"step {s}"
+        new = [set(h) for h in held]
+        for a, b, blocks in step:
+            assert set(blocks) <= held[a], f"step {s}: {a} sends blocks it does not hold"
+            new[b] |= set(blocks)
+        held = new
+        size = 2 << s
+        assert all(held[r] == set(range(r - r % size, min(p, r - r % size + size))) for r in range(p))
+    assert all(h == set(range(p)) for h in held)
+
+
+def test_every_configuration_verifies_at_small_rank_counts():
+    sweep_configurations("recursive-doubling", Coll.ALLGATHER, {}, (2, 3, 5, 6))
+
+
+def test_rounds_and_alpha_path_are_ceil_log2_p():
+    """Built for sizes up to 64 KiB (a group's blocks are then one message; with no upper bound
+    every message is one chunk, issue 17 part 1)."""
+    for p in [*range(2, 18), 32, 33, 64]:
+        prog = build("recursive-doubling", Coll.ALLGATHER, p,
+                     options=Options(inplace=p % 2 == 1, max_bytes=1 << 16))
+        xml = prog.to_xml("exec")
+        assert_verifies(xml, "exec", None, f"p={p}")
+        assert max(rounds(xml)) == ns(p), f"p={p}"
+        sched = algorithm_schedule("recursive-doubling", "allgather", p, max_bytes=1 << 16)
+        assert simulate_schedule(sched, 1 << 16, Topology.flat(1.0, 0.0, 0.0)).time_s == ns(p)
+
+
+@pytest.mark.slow
+def test_every_p_verifies_on_every_target():
+    for p in range(2, 66):
+        for target in ("exec", "rccl", "legacy"):
+            xml, _ = generate("recursive-doubling", Coll.ALLGATHER, p, target, k=1 + p % 2)
+            assert_verifies(xml, target, None, f"p={p} {target}")
