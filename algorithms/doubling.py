@@ -6,7 +6,9 @@ Step s = 0 … ⌈log2 p⌉−1, mask = 2^s: every rank sends the blocks it hold
 blocks; after step s it holds the blocks of its group of 2^(s+1). For p a power of two the partner
 is r ⊕ mask. Otherwise the partner group of the ranks near the top is cut at p: each of its q
 ranks then serves several ranks of the full group (rank b + (i mod q) serves its i-th rank), so
-the step count stays ⌈log2 p⌉ (tables: :mod:`ccxml.tables.doubling`).
+the step count stays ⌈log2 p⌉ (tables: :mod:`ccxml.tables.doubling`). At p = 2^m + 1 the top rank
+serves 2^m ranks in the last step, a thread block per peer: on RCCL (64 per rank) p = 65 fits one
+channel instance only.
 
 The output holds block j at chunk j·K (K = ``channels``, instance c at +c); each rank first copies
 its input there, so a group's blocks are one range and every transfer is one message. Each step

@@ -64,5 +64,14 @@ def test_rounds_and_alpha_path_are_ceil_log2_p():
 def test_every_p_verifies_on_every_target():
     for p in range(2, 66):
         for target in ("exec", "rccl", "legacy"):
-            xml, _ = generate("recursive-doubling", Coll.ALLGATHER, p, target, k=1 + p % 2)
-            assert_verifies(xml, target, None, f"p={p} {target}")
+            k = 1 + p % 2 if p <= 33 else 1
+            xml, _ = generate("recursive-doubling", Coll.ALLGATHER, p, target, k=k)
+            assert_verifies(xml, target, None, f"p={p} {target} channels={k}")
+
+
+def test_a_fan_out_beyond_rccls_thread_blocks_is_a_clear_error():
+    """p = 65: rank 64 serves the 64 ranks of the full group in the last step, one thread block
+    per peer and channel instance; two instances exceed RCCL's 64."""
+    from ccxml.passes.splitting import LimitError
+    with pytest.raises(LimitError, match="rccl limit is 64: use fewer --channels"):
+        generate("recursive-doubling", Coll.ALLGATHER, 65, "rccl", k=2)
