@@ -184,6 +184,11 @@ _WHY_BIDIR = ("not in HCCL's catalogue: ccxml's formula. Ring (§3) on each half
 BIDIR_P = tuple(p for p in ALL_P if p >= 3)
 
 
+def _bruck_alltoall(p, n, a, b, g):
+    """Σ_k (α + s_k·n/p·β), s_k = #{i < p : bit k of i set}, k < ⌈log2 p⌉."""
+    return sum(a + sum(i >> k & 1 for i in range(p)) * n / p * b for k in range(ns(p)))
+
+
 def _nonuniform_rows(algorithm: str) -> list[CostFormula]:
     """NHR's and NB's rows (§7, §8 give both the same formulas), each with ccxml's formula."""
     doc = {
@@ -250,6 +255,11 @@ FORMULAS = [
                     "keeps ⌈lg p⌉ steps (a cut partner group serves several ranks) where MPICH adds up "
                     "to ⌊lg p⌋ steps: the ranks of a full group then receive a whole full group in the "
                     "last step, (2^⌈lg p⌉ − 1)/p·nβ in all."),
+    # ---- Bruck (Bruck et al., IEEE TPDS 1997; index algorithm, radix 2) --------------------------
+    CostFormula("bruck", "bruck", "alltoall", _bruck_alltoall,
+                why="not in HCCL's catalogue: the paper's formula, Σ_k (α + s_k·n/p·β) with s_k the "
+                    "slots whose index has bit k set (p/2 each for p a power of two); its local "
+                    "rotations and packing are cpy steps, which the model does not charge."),
     # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
     CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
                 hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),
