@@ -435,20 +435,21 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
                      "reason": advice.reason, "pick": rule_pick, "unless_faster": alt},
             "notes": notes, "topology_notes": topo_notes}, indent=1))
         return
+    w = max([14, *(len(name) for name in [*names, *(a for a, _ in skipped)])])   # name column
     out = [f"# ccxml select: {coll}, {ranks} ranks, {format_size(n)} ({n} B)",
            f"# topology: {topo.describe()}",
            f"# bound: busbw <= {_fmt_bw(bound.busbw)} GB/s ({bound.cut})",
            f"# HCCL rule ({advice.level}): {advice.reason} -> {', '.join(advice.algorithms) or '-'}",
            "#",
-           f"# {'rank':>4}  {'algorithm':<14} {'time (us)':>12} {'algbw':>9} {'busbw':>9} {'vs best':>8}  rule"]
+           f"# {'rank':>4}  {'algorithm':<{w}} {'time (us)':>12} {'algbw':>9} {'busbw':>9} {'vs best':>8}  rule"]
     best = ranked[0][1].time_s if ranked else 0.0
     for i, (name, r) in enumerate(ranked, 1):
         mark = "<- rule" if name == rule_pick else ""
         rel = r.time_s / best if best > 0 else 1.0
-        out.append(f"  {i:>4}  {name:<14} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
+        out.append(f"  {i:>4}  {name:<{w}} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
                    f"{r.busbw / 1e9:>9.2f} {rel:>7.2f}x  {mark}".rstrip())
     for name, why in skipped:
-        out.append(f"  {'-':>4}  {name:<14} n/a: {why}")
+        out.append(f"  {'-':>4}  {name:<{w}} n/a: {why}")
     for note in notes + topo_notes:
         out.append(f"# note: {note}")
     click.echo("\n".join(out))
