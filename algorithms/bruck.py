@@ -42,20 +42,19 @@ def alltoall(p: int, *, options: Options = Options()) -> Program:
     out = lambda r, j, c: (S, c * size + outbox[bruck.slot(j)], 1)   # noqa: E731
     into = lambda r, j, c: (S, c * size + inbox[bruck.slot(j)], 1)   # noqa: E731
 
-    def place(r: int, i: int, c: int, after: int | None):
-        """Where slot i of rank r goes once step ``after`` (None: the rotation) has brought it:
+    def place(r: int, i: int, c: int, after: int):
+        """Where slot i of rank r goes once step ``after`` (−1: the rotation) has brought it:
         the outbox of its next step, or its output block."""
-        k = bruck.next_step(i, -1 if after is None else after)
-        if k is None:
-            return prog.output(r, (r - i) % p * k_ + c)
-        return prog.scratch(r, c * size + outbox[k * p + i])
+        nxt = bruck.next_step(i, after)
+        if nxt is None:
+            return prog.output(r, (r - i) % p * k + c)
+        return prog.scratch(r, c * size + outbox[nxt * p + i])
 
-    k_ = k
     for r in range(p):
         prog.input(r, r * k, k).copy(prog.output(r, r * k, k))
         for i in range(1, p):
             for c in range(k):
-                prog.input(r, (r + i) % p * k + c).copy(place(r, i, c, None))
+                prog.input(r, (r + i) % p * k + c).copy(place(r, i, c, -1))
     for s, step in enumerate(bruck.alltoall(p)):
         run(prog, Copy([step], loc=into, first=out), instances=k, rounds=True, send="interleave")
         for r in range(p):

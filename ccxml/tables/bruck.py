@@ -58,7 +58,8 @@ def alltoall(n: int) -> Table:
 
 
 def next_step(i: int, k: int) -> int | None:
-    """The step after k that sends slot i (its next set bit), None if it has arrived."""
+    """The step after k (−1: before the first) that sends slot i, i.e. its next set bit; None
+    if it has arrived."""
     rest = i >> (k + 1)
     return None if rest == 0 else k + 1 + (rest & -rest).bit_length() - 1
 

@@ -73,6 +73,8 @@ def test_every_p_verifies_on_every_target():
             prog = build("recursive-doubling", Coll.ALLGATHER, p,
                          options=Options(channels=k, max_bytes=window))
             assert_verifies(prog.to_xml(target), target, None, f"p={p} {target} channels={k}")
+    for p in (128, 256):
+        assert_verifies(generate("recursive-doubling", Coll.ALLGATHER, p)[0], "exec", None, f"p={p}")
 
 
 def test_a_fan_out_beyond_rccls_thread_blocks_is_a_clear_error():
