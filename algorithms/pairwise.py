@@ -23,7 +23,9 @@ step). In place, every slot lands in scratch and is copied out at the end.
 ReduceScatter (``--coll reducescatter``): the same partners. In step k = 1 … p−1 rank r sends its
 contribution to block r+k to r+k and receives from r−k that rank's contribution to block r, which
 it reduces into its running sum (the last one into the output). Serialized and on channels as the
-all-to-all.
+all-to-all. The running sum passes through the thread blocks of all p−1 peers, so, as with Mesh's
+ReduceScatter, a dependency names a TB beyond 127 from p = 131 on: exec builds p ≤ 130 and says so beyond (RCCL
+and legacy stop at their thread blocks a rank, 64 and 216, one per peer).
 
 Cost (HCCL doc, n_ij = bytes i sends to j): (p−1)α + β·Σ_{k=1..p−1} max_i n_{i,i+k}.
 ReduceScatter (the paper's, n = the input): (p−1)α + (p−1)/p·n(β+γ) — Ring's cost, with every

@@ -78,3 +78,11 @@ def test_reducescatter_step_k_sends_block_r_plus_k_to_r_plus_k():
         for p in (6, 9):
             xml, _ = generate("pairwise", Coll.REDUCESCATTER, p, target, k=2)
             assert_verifies(xml, target, None, f"p={p} {target}")
+
+
+def test_reducescatter_beyond_the_depid_limit_is_a_clear_error():
+    """The running sum passes through every peer's TB: from p = 131 a dependency names TB 128,
+    beyond exec's depid limit (as for Mesh's ReduceScatter)."""
+    from ccxml.passes.splitting import LimitError
+    with pytest.raises(LimitError, match="the exec limit for depid is 127"):
+        generate("pairwise", Coll.REDUCESCATTER, 131)
