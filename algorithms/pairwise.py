@@ -1,6 +1,8 @@
-"""PairWise (HCCL ``alltoallv_pairwise.cc``; hccl-algorithms.md §5).
+"""PairWise (HCCL ``alltoallv_pairwise.cc``; hccl-algorithms.md §5), and the pairwise-exchange
+ReduceScatter (Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations
+in MPICH", IJHPCA 2005, §4.5).
 
-AllToAll and AllToAllV only. Step 0 copies the own slot (send slot r → recv slot r); then in
+AllToAll and AllToAllV: step 0 copies the own slot (send slot r → recv slot r); then in
 step k = 1 … p−1 rank r sends its data for r+k to r+k and receives the data of r−k for it, so
 each rank has exactly one send and one receive in flight and no link ever carries two flows.
 
@@ -18,7 +20,16 @@ ccxml/collectives.py; zero-count transfers are skipped. A transfer larger than a
 whole is sent as several messages (at k = p/2 the two partners send to each other in the same
 step). In place, every slot lands in scratch and is copied out at the end.
 
+ReduceScatter (``--coll reducescatter``): the same partners. In step k = 1 … p−1 rank r sends its
+contribution to block r+k to r+k and receives from r−k that rank's contribution to block r, which
+it reduces into its running sum (the last one into the output). Serialized and on channels as the
+all-to-all. The running sum passes through the thread blocks of all p−1 peers, so, as with Mesh's
+ReduceScatter, a dependency names a TB beyond 127 from p = 131 on: exec builds p ≤ 130 and says so beyond (RCCL
+and legacy stop at their thread blocks a rank, 64 and 216, one per peer).
+
 Cost (HCCL doc, n_ij = bytes i sends to j): (p−1)α + β·Σ_{k=1..p−1} max_i n_{i,i+k}.
+ReduceScatter (the paper's, n = the input): (p−1)α + (p−1)/p·n(β+γ) — Ring's cost, with every
+rank talking to every other instead of a neighbour.
 """
 from __future__ import annotations
 
@@ -28,8 +39,8 @@ from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
 from ccxml.frontend.registry import algorithm, registry
 from ccxml.tables import pairwise
-from ccxml.tables.plan import Copy
-from ccxml.vocab.wire import Coll
+from ccxml.tables.plan import Copy, Reduce, by_block, fixed
+from ccxml.vocab.wire import Buffer, Coll
 
 #: thread blocks per rank that dependencies can name (depid <= 127 on every runtime)
 SERIALIZABLE_TBS = 128
@@ -48,6 +59,16 @@ def alltoallv(p: int, *, counts=None, options: Options = Options()) -> Program:
     m = check_counts(counts, p, options.inplace)
     prog = program("pairwise", Coll.ALLTOALLV, p, alltoallv_chunks(m, p), options, counts=m)
     _pairwise(prog, m, options.channels)
+    return prog
+
+
+@algorithm("pairwise", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, options: Options = Options()) -> Program:
+    k = options.channels
+    prog = program("pairwise", Coll.REDUCESCATTER, p, p * k, options)
+    run(prog, Reduce(pairwise.reduce_scatter(p), own=by_block(Buffer.INPUT, k),
+                     acc=fixed(Buffer.SCRATCH), final=fixed(Buffer.OUTPUT)),
+        instances=k, channel=by_peer(p), rounds=(p - 1) * k <= SERIALIZABLE_TBS)
     return prog
 
 

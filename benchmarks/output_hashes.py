@@ -24,7 +24,7 @@ from ccxml.algorithms import registry  # noqa: E402
 from ccxml.cli.generate import generate_text
 from ccxml.topology.model import Topology
 
-FLAT = ("ring", "mesh", "rhd", "pairwise", "star", "nhr", "nb")
+FLAT = ("ring", "mesh", "rhd", "pairwise", "star", "nhr", "nb", "bidir-ring", "recursive-doubling", "bruck")
 RANKS = (2, 3, 4, 5, 8, 13, 33)
 SHAPES = ((2, 3), (3, 4), (4, 4))
 LARGE = (("ring", "allreduce", 256, "exec"), ("pairwise", "alltoall", 256, "exec"),

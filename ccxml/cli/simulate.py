@@ -448,7 +448,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
                      "reason": advice.reason, "pick": rule_pick, "unless_faster": alt},
             "notes": notes, "topology_notes": topo_notes}, indent=1))
         return
-    w = max([14, *(len(name) for name, _ in ranked)])       # a variant's NAME:VARIANT may be longer
+    # the name column: a variant's NAME:VARIANT and a long name may be wider than 14
+    w = max([14, *(len(name) for name, _ in ranked), *(len(name) for name, _ in skipped)])
     out = [f"# ccxml select: {coll}, {ranks} ranks, {format_size(n)} ({n} B)",
            f"# topology: {topo.describe()}",
            f"# bound: busbw <= {_fmt_bw(bound.busbw)} GB/s ({bound.cut})",

@@ -176,6 +176,19 @@ _WHY_GAMMA = (" Each message is reduced as it arrives, so its γ overlaps the ne
               "for large n this is faster than the doc, which charges β+γ for every byte in turn.")
 
 
+_WHY_BIDIR = ("not in HCCL's catalogue: ccxml's formula. Ring (§3) on each half of the data, the two "
+               "rings in opposite directions at once; with full-duplex links they share no link "
+               "direction, so the time is Ring's with n/2. At p = 2 the two rings are the same "
+               "link (r+1 = r−1) and the halves share it: no row.")
+#: the p of the bidirectional ring's rows (at p = 2 both rings are one link)
+BIDIR_P = tuple(p for p in ALL_P if p >= 3)
+
+
+def _bruck_alltoall(p, n, a, b, g):
+    """Σ_k (α + s_k·n/p·β), s_k = #{i < p : bit k of i set}, k < ⌈log2 p⌉."""
+    return sum(a + sum(i >> k & 1 for i in range(p)) * n / p * b for k in range(ns(p)))
+
+
 def _nonuniform_rows(algorithm: str) -> list[CostFormula]:
     """NHR's and NB's rows (§7, §8 give both the same formulas), each with ccxml's formula."""
     doc = {
@@ -266,6 +279,8 @@ FORMULAS = [
     CostFormula("rhd", "rhd", "reduce", _rhd_nonpow2_rd, ps=NONPOW2, root=0),
     # ---- PairWise (§5): uniform all-to-all, n_ij = n/p -----------------------------------------
     CostFormula("pairwise", "pairwise", "alltoall", lambda p, n, a, b, g: (p - 1) * a + (p - 1) * n / p * b),
+    # pairwise-exchange ReduceScatter (Thakur, Rabenseifner & Gropp 2005, §4.5; not HCCL's)
+    CostFormula("pairwise", "pairwise", "reducescatter", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n * (b + g)),
     # ---- Star (§6): root-side serialisation ignored ---------------------------------------------
     CostFormula("star", "star", "broadcast", lambda p, n, a, b, g: a + n * b, root=0),
     CostFormula("star", "star", "gather", lambda p, n, a, b, g: a + n / p * b, root=0),
@@ -280,6 +295,21 @@ FORMULAS = [
     CostFormula("nhr:single-tree", "nhr", "broadcast", lambda p, n, a, b, g: ns(p) * (a + n * b), root=0),
     *(_tree_row(name, coll, trees) for name, trees in (("tree", 1), ("double-tree", 2))
       for coll in ("allreduce", "reduce", "broadcast")),
+    # ---- Bidirectional ring (ccxml's, §3's ring twice): half the data each way ------------------
+    CostFormula("bidir-ring", "bidir_ring", "allreduce", lambda p, n, a, b, g: 2 * (p - 1) * a + (p - 1) / p * n * b + (p - 1) / p * n / 2 * g, ps=BIDIR_P, why=_WHY_BIDIR),
+    CostFormula("bidir-ring", "bidir_ring", "reducescatter", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n / 2 * (b + g), ps=BIDIR_P, why=_WHY_BIDIR),
+    CostFormula("bidir-ring", "bidir_ring", "allgather", lambda p, n, a, b, g: (p - 1) * a + (p - 1) / p * n / 2 * b, ps=BIDIR_P, why=_WHY_BIDIR),
+    # ---- Recursive doubling (Thakur, Rabenseifner & Gropp 2005, §4.1), any p ---------------------
+    CostFormula("recursive-doubling", "doubling", "allgather", lambda p, n, a, b, g: ns(p) * a + ((1 << ns(p)) - 1) / p * n * b,
+                why="the paper's formula for p a power of two, lg p·α + (p−1)/p·nβ; for other p ccxml "
+                    "keeps ⌈lg p⌉ steps (a cut partner group serves several ranks) where MPICH adds up "
+                    "to ⌊lg p⌋ steps: the ranks of a full group then receive a whole full group in the "
+                    "last step, (2^⌈lg p⌉ − 1)/p·nβ in all."),
+    # ---- Bruck (Bruck et al., IEEE TPDS 1997; index algorithm, radix 2) --------------------------
+    CostFormula("bruck", "bruck", "alltoall", _bruck_alltoall,
+                why="not in HCCL's catalogue: the paper's formula, Σ_k (α + s_k·n/p·β) with s_k the "
+                    "slots whose index has bit k set (p/2 each for p a power of two); its local "
+                    "rotations and packing are cpy steps, which the model does not charge."),
     # ---- Pipeline (§10): S servers × m ranks, intra full mesh ∥ inter ring ---------------------
     CostFormula("pipeline", "pipeline", "allgather", _none, ps=(), shapes=PIPELINE_SHAPES, levels=PIPELINE_LEVELS,
                 hier_doc=lambda gs, n, lo, hi: _pipeline_half(gs, n, lo, hi)),

@@ -16,11 +16,12 @@ One module per algorithm family (hccl-algorithms.md):
 * :mod:`.mesh` — the one-step full-mesh phases and the all-to-all (§2)
 * :mod:`.star` — one root talking to every member (§6)
 * :mod:`.rhd` — recursive halving-doubling and its fold (§4)
-* :mod:`.pairwise` — the pairwise all-to-all (§5)
+* :mod:`.pairwise` — the pairwise all-to-all (§5) and the pairwise-exchange reduce-scatter
 * :mod:`.nhr`, :mod:`.nb` — the non-uniform block tables (§7, §8), and :mod:`.blocks`, the
   layout of the collectives built from them
 * :mod:`.schemes` — the flat algorithms as phases of the hierarchical ones (§11)
 * :mod:`.ahc` — AHC's groups and logic cards (§9); :mod:`.pipeline` — Pipeline's slots (§10)
+* :mod:`.doubling` — recursive-doubling all-gather for any n; :mod:`.bruck` — Bruck's all-to-all
 * :mod:`.plan` — where each move reads and writes its blocks, and the one merge rule: blocks
   that touch go as one message
 

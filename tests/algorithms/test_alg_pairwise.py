@@ -63,3 +63,26 @@ def test_rccl_64_ranks_two_channels_is_a_clear_error():
     from ccxml.passes.splitting import LimitError
     with pytest.raises(LimitError, match="rccl limit is 64: use fewer --channels"):
         generate("pairwise", Coll.ALLTOALL, 40, "rccl", k=2)
+
+
+def test_reducescatter_step_k_sends_block_r_plus_k_to_r_plus_k():
+    """Pairwise-exchange ReduceScatter: the message r → r+k is the k-th round, p−1 rounds, and
+    the schedule verifies on every target (bounded links included)."""
+    for p in [*range(2, 18), 32, 33]:
+        xml, _ = generate("pairwise", Coll.REDUCESCATTER, p, inplace=p % 3 == 0)
+        assert_verifies(xml, "exec", None, f"p={p}")
+        assert step_of_each_message(xml, p) == {(r, (r + k) % p): {k} for r in range(p)
+                                                for k in range(1, p)}, f"p={p}"
+        assert rounds(xml) == [p - 1] * p
+    for target in ("rccl", "legacy"):
+        for p in (6, 9):
+            xml, _ = generate("pairwise", Coll.REDUCESCATTER, p, target, k=2)
+            assert_verifies(xml, target, None, f"p={p} {target}")
+
+
+def test_reducescatter_beyond_the_depid_limit_is_a_clear_error():
+    """The running sum passes through every peer's TB: from p = 131 a dependency names TB 128,
+    beyond exec's depid limit (as for Mesh's ReduceScatter)."""
+    from ccxml.passes.splitting import LimitError
+    with pytest.raises(LimitError, match="the exec limit for depid is 127"):
+        generate("pairwise", Coll.REDUCESCATTER, 131)

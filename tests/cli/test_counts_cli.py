@@ -67,5 +67,5 @@ def test_list_shows_mesh_pairwise_star():
     cols = header.split()
     marks = {r.split()[0]: dict(zip(cols, r.split()[1:])) for r in rows}
     assert all(v == "x" for v in marks["mesh"].values())
-    assert [c for c, v in marks["pairwise"].items() if v == "x"] == ["A2A", "A2AV"]
+    assert [c for c, v in marks["pairwise"].items() if v == "x"] == ["RS", "A2A", "A2AV"]
     assert [c for c, v in marks["star"].items() if v == "x"] == ["BC", "RD", "GA", "SC"]

@@ -186,6 +186,39 @@ def test_select_ranks_available_algorithms_and_shows_the_rule():
         assert doc["rule"]["pick"] is None and "is not in this build" in doc["notes"][0]
 
 
+#: issue 17's algorithms (this share of it): collective -> the names select must rank
+NEW_ALGORITHMS = {"allreduce": ["bidir-ring"], "allgather": ["bidir-ring", "recursive-doubling"],
+                  "reducescatter": ["bidir-ring", "pairwise"], "alltoall": ["bruck"]}
+#: HCCL's nine, by what each supports (ccxml.simulator.rules.SUPPORTS)
+NINE = ("mesh", "ring", "rhd", "pairwise", "star", "nhr", "nb", "ahc", "pipeline")
+
+
+@pytest.mark.parametrize("coll", list(NEW_ALGORITHMS))
+def test_select_ranks_the_new_algorithms_beside_the_nine(coll):
+    from ccxml.simulator.rules import SUPPORTS
+    for nbytes in ("4K", "64M"):
+        code, out, err = run("select", "-n", "8", "-c", coll, "--bytes", nbytes, "--json")
+        assert code == 0, err
+        doc = json.loads(out)
+        names = [r["algorithm"] for r in doc["ranking"]]
+        assert set(NEW_ALGORITHMS[coll]) <= set(names), names
+        # the flat model has no servers: AHC and Pipeline are listed as unable to run here
+        listed = names + [r["algorithm"] for r in doc["unavailable"]]
+        assert {a for a in NINE if coll in SUPPORTS[a]} <= set(listed), listed
+
+
+def test_list_shows_the_new_algorithms_with_their_collectives():
+    code, out, _ = run("list")
+    assert code == 0
+    header, *rows = out.splitlines()
+    cols = header.split()
+    marks = {r.split()[0]: [c for c, v in zip(cols, r.split()[1:]) if v == "x"] for r in rows}
+    assert marks["bidir-ring"] == ["AR", "AG", "RS"]
+    assert marks["recursive-doubling"] == ["AG"]
+    assert marks["bruck"] == ["A2A"]
+    assert "RS" in marks["pairwise"]
+
+
 def test_select_table():
     code, out, _ = run("select", "-n", "4", "-c", "broadcast", "--bytes", "1K")
     assert code == 0

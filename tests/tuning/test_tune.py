@@ -331,3 +331,19 @@ def test_topology_reaches_the_hierarchical_builders(tmp_path):
     assert doc["topology"]["groups"] == [4, 4] and doc["topology"]["inter"]["alpha"] == 5e-6
     assert not any(s["algorithm"] == "2d-ring" for s in doc["skipped"])
     assert {e["simulated"]["min"].get("runner_up") for e in doc["files"]} <= {"ring", "2d-ring"}
+
+
+def test_tune_gives_the_small_sizes_to_the_log_step_algorithms():
+    """Issue 17's Bruck and recursive doubling win the small windows on the flat model (⌈log2 p⌉
+    steps against p − 1), Pairwise and the bidirectional ring the large ones."""
+    from ccxml.topology.model import Topology
+    from ccxml.tuning.engine import TuneConfig, tune
+    cfg = TuneConfig(ranks=8, topology=Topology.flat(1e-6, 1e-11, 1e-12),
+                     colls=("alltoall", "allgather"), min_bytes=1 << 10, max_bytes=64 << 20,
+                     factor=8.0, algorithms=("bruck", "pairwise", "recursive-doubling", "bidir-ring"),
+                     forms=("outofplace",))
+    picks = {(f.coll, f.min_bytes): f.algorithm for f in tune(cfg).files}
+    first = {coll: picks[min(k for k in picks if k[0] == coll)] for coll in cfg.colls}
+    last = {coll: picks[max(k for k in picks if k[0] == coll)] for coll in cfg.colls}
+    assert first == {"alltoall": "bruck", "allgather": "recursive-doubling"}
+    assert last == {"alltoall": "pairwise", "allgather": "bidir-ring"}
