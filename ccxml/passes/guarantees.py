@@ -181,7 +181,15 @@ def connections_unique(algo: Algo, names: StepNames) -> Problems:
 
 def tbs_shared_per_link(algo: Algo, names: StepNames) -> Problems:
     """Per GPU and channel: with one send peer and one recv peer, one TB holds both; otherwise
-    each peer that is both sent to and received from has one full-duplex TB (send == recv)."""
+    each peer that is both sent to and received from has one full-duplex TB (send == recv).
+    In a one-way program (``Algo.one_way``) no TB has both a send and a receive peer."""
+    if algo.one_way:
+        for gpu in algo.gpus:
+            for tb in gpu.tbs:
+                if tb.send >= 0 and tb.recv >= 0:
+                    yield (f"gpu {gpu.id} TB {tb.id}: sends to {tb.send} and receives from "
+                           f"{tb.recv} in a one-way program")
+        return
     for gpu in algo.gpus:
         chans: dict[int, list[TB]] = {}
         for tb in gpu.tbs:
