@@ -25,12 +25,8 @@ below; the builders that run them are shared with NHR (:mod:`ccxml.algorithms._b
 
 Cost (HCCL doc, n bytes): RS ⌈log p⌉α + (p−1)/p·n(β+γ); AG ⌈log p⌉α + (p−1)/p·nβ;
 AR 2⌈log p⌉α + 2(p−1)/p·nβ + (p−1)/p·nγ; SC ⌈log p⌉α + (p−1)/p·nβ; BC 2⌈log p⌉α + 2(p−1)/p·nβ.
-ccxml's schedule sends each step's blocks as ONE message, as HCCL does: where they are not
-adjacent in memory it packs them into scratch (local copies) and the receiver reduces or unpacks
-them there (``ccxml.frontend.executor.Stage``); every thread block carries one direction
-(``Program.split_directions``), so messages need no cut at any size. Its time in the α-β-γ model is
-the doc's (``ccxml.simulator.formulas``, ``benchmarks/formula_report.py``); on a preset the
-simulator charges the copies at the GPU's memory bandwidth.
+Each step's blocks go as one message and the time is the doc's, as for NHR
+(:mod:`ccxml.algorithms.nhr`, :mod:`ccxml.algorithms._blocks`).
 """
 from __future__ import annotations
 
