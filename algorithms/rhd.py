@@ -38,8 +38,8 @@ of the algorithm run side by side. For AR and Reduce chunk c of block-slice u is
 so that each channel's transfers are contiguous. Every thread block carries one direction
 (``Program.split_directions``): the two halves of an exchange (both partners send in one step)
 run side by side, and as no send can block a receive, a step's range goes as one message at any
-size (cut only at the runtime's cnt limit of 71 chunks, which the ``generate`` summary reports). Partial sums live in the output (AllReduce, root of Reduce)
-or in scratch; the input is only read.
+size (cut only at the runtime's cnt limit of 71 chunks, which the ``generate`` summary reports).
+Partial sums live in the output (AllReduce, root of Reduce) or in scratch; the input is only read.
 
 Step order: HCCL runs a rank's steps one after another on one stream (§0.3); every step above
 ends with ``Program.next_round``, so a rank's transfers of one step wait for its transfers of the
