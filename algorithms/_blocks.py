@@ -5,8 +5,10 @@ parallel, so every table step ends with :meth:`ccxml.frontend.chunk.Program.next
 makes a rank's transfers of step k+1 wait for its transfers of step k (a rank idle in a step goes
 on, as in HCCL, which has no global barrier). Broadcast runs its scatter on channels 0 … K−1 and
 its all-gather on K … 2K−1: a rank's thread block for a peer then holds one phase's transfers only,
-so a send of the all-gather is never held behind a receive that pairs with a scatter send (the
-ordering pass alternates sends and receives per TB).
+so a send of the all-gather is never held behind a receive that pairs with a scatter send.
+Every thread block carries one direction (``Program.split_directions``) and a step's blocks go as
+one message per move, packed through scratch where they are not adjacent
+(:class:`ccxml.frontend.executor.Stage`).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Callable
 
 from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
-from ccxml.frontend.executor import run
+from ccxml.frontend.executor import Stage, run
 from ccxml.frontend.registry import registry
 from ccxml.tables.blocks import COLLECTIVES, Rules, phases
 from ccxml.vocab.wire import Coll
@@ -25,6 +27,7 @@ def build(rules: Rules, coll: Coll, p: int, options: Options, root: int = 0) -> 
     k = options.channels
     prog = program(rules.name, coll, p, k if coll is Coll.SCATTER else p * k, options,
                    root=root if coll.rooted else None)
+    prog.split_directions()
     if coll is Coll.ALLGATHER:
         for r in range(p):
             prog.input(r, 0, k).copy(prog.output(r, r * k, k))
@@ -32,8 +35,11 @@ def build(rules: Rules, coll: Coll, p: int, options: Options, root: int = 0) -> 
         prog.input(root, 0, p * k).copy(prog.output(root, 0, p * k))
     elif coll is Coll.SCATTER:
         prog.input(root, root * k, k).copy(prog.output(root, 0, k))
+    # a step's blocks that are not adjacent go as one message through scratch, after the
+    # scratch the phases use (ReduceScatter's partial sums, Scatter's blocks)
+    stage = Stage(p * k if coll in (Coll.REDUCESCATTER, Coll.SCATTER) else 0)
     for i, phase in enumerate(phases(rules, coll, p, k, root)):
-        run(prog, phase, instances=k, rounds=True, even=True, channel=lambda s, d, c, i=i: i * k + c
+        run(prog, phase, instances=k, rounds=True, stage=stage, channel=lambda s, d, c, i=i: i * k + c
             if coll is Coll.BROADCAST else c)
     if coll is Coll.SCATTER:
         for r in range(p):

@@ -25,9 +25,8 @@ below; the builders that run them are shared with NHR (:mod:`ccxml.algorithms._b
 
 Cost (HCCL doc, n bytes): RS ⌈log p⌉α + (p−1)/p·n(β+γ); AG ⌈log p⌉α + (p−1)/p·nβ;
 AR 2⌈log p⌉α + 2(p−1)/p·nβ + (p−1)/p·nγ; SC ⌈log p⌉α + (p−1)/p·nβ; BC 2⌈log p⌉α + 2(p−1)/p·nβ.
-ccxml's schedule sends the blocks of a step that are not adjacent in memory as separate messages (one
-α each) and reduces each message as it arrives; ccxml.simulator.formulas gives its exact time
-(``planned``), which ``benchmarks/formula_report.py`` compares with the doc's.
+Each step's blocks go as one message and the time is the doc's, as for NHR
+(:mod:`ccxml.algorithms.nhr`, :mod:`ccxml.algorithms._blocks`).
 """
 from __future__ import annotations
 

@@ -32,9 +32,12 @@ below; the builders that run them are shared with NB (:mod:`ccxml.algorithms._bl
 
 Cost (HCCL doc, n bytes): RS ⌈log2 p⌉α + (p−1)/p·n(β+γ); AG ⌈log2 p⌉α + (p−1)/p·nβ;
 AR 2⌈log2 p⌉α + 2(p−1)/p·nβ + (p−1)/p·nγ; SC ⌈log2 p⌉α + (p−1)/p·nβ; BC 2⌈log2 p⌉α + 2(p−1)/p·nβ.
-ccxml's schedule sends the blocks of a step that are not adjacent in memory as separate messages (one
-α each) and reduces each message as it arrives; ccxml.simulator.formulas gives its exact time
-(``planned``), which ``benchmarks/formula_report.py`` compares with the doc's.
+ccxml's schedule sends each step's blocks as ONE message, as HCCL does: where they are not
+adjacent in memory it packs them into scratch (local copies) and the receiver reduces or unpacks
+them there (``ccxml.frontend.executor.Stage``); every thread block carries one direction
+(``Program.split_directions``), so messages need no cut at any size. Its time in the α-β-γ model is
+the doc's (``ccxml.simulator.formulas``, ``benchmarks/formula_report.py``); on a preset the
+simulator charges the copies at the GPU's memory bandwidth.
 """
 from __future__ import annotations
 

@@ -35,10 +35,11 @@ Collectives (steps, with the fold/unfold only when p is not a power of two):
 Chunks: with K = ``channels`` every block-slice (AR, Reduce) or per-rank block (RS, AG) is K
 chunks and Broadcast's buffer is K chunks; channel c carries chunk c of every block, so K copies
 of the algorithm run side by side. For AR and Reduce chunk c of block-slice u is chunk c·B + u,
-so that each channel's transfers are contiguous. An exchange (both partners send in one step)
-is cut into messages of at most the program's message cap, alternating directions, so it
-completes with bounded links. Partial sums live in the output (AllReduce, root of Reduce)
-or in scratch; the input is only read.
+so that each channel's transfers are contiguous. Every thread block carries one direction
+(``Program.split_directions``): the two halves of an exchange (both partners send in one step)
+run side by side, and as no send can block a receive, a step's range goes as one message at any
+size (cut only at the runtime's cnt limit of 71 chunks, which the ``generate`` summary reports).
+Partial sums live in the output (AllReduce, root of Reduce) or in scratch; the input is only read.
 
 Step order: HCCL runs a rank's steps one after another on one stream (§0.3); every step above
 ends with ``Program.next_round``, so a rank's transfers of one step wait for its transfers of the
@@ -87,6 +88,7 @@ def _folded_in(f: rhd.Fold, placed, elsewhere):
 def allreduce(p: int, *, options: Options = Options()) -> Program:
     f, k = rhd.Fold(p), options.channels
     prog = program("rhd", Coll.ALLREDUCE, p, f.B * k, options)
+    prog.split_directions()
     whole = [0]
     _steps(prog, Reduce(rhd.fold(f, lambda g: whole), own=_whole(I, f.B), acc=_whole(O, f.B)), k)
     slices = by_instance(O, f.B)
@@ -101,6 +103,7 @@ def allreduce(p: int, *, options: Options = Options()) -> Program:
 def allgather(p: int, *, options: Options = Options()) -> Program:
     f, k = rhd.Fold(p), options.channels
     prog = program("rhd", Coll.ALLGATHER, p, p * k, options)
+    prog.split_directions()
     for r in range(p):
         if f.block(r) is not None:      # the block's members put their own block in place
             for c in range(k):
@@ -119,6 +122,7 @@ def allgather(p: int, *, options: Options = Options()) -> Program:
 def reducescatter(p: int, *, options: Options = Options()) -> Program:
     f, k = rhd.Fold(p), options.channels
     prog = program("rhd", Coll.REDUCESCATTER, p, p * k, options)
+    prog.split_directions()
     # partial sums in scratch, so that a step's blocks stay contiguous; the last step's sum of a
     # rank's own block goes to its output
     _steps(prog, Reduce(rhd.fold(f, lambda g: [0]), own=_whole(I, p), acc=_whole(S, p)), k)
@@ -134,6 +138,7 @@ def reducescatter(p: int, *, options: Options = Options()) -> Program:
 def broadcast(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     k = options.channels
     prog = program("rhd", Coll.BROADCAST, p, k, options, root=root)
+    prog.split_directions()
     for c in range(k):
         prog.input(root, c).copy(prog.output(root, c))
     _steps(prog, Copy(rhd.bcast(p, root), loc=fixed(O)), k)
@@ -145,6 +150,7 @@ def reduce(p: int, *, root: int = 0, options: Options = Options()) -> Program:
     k = options.channels
     f = rhd.for_root(p, root)
     prog = program("rhd", Coll.REDUCE, p, f.B * k, options, root=root)
+    prog.split_directions()
     home = lambda buf: lambda r, j, c: buf(r, j, c) if r != root else (O, *buf(r, j, c)[1:])   # noqa: E731
     _steps(prog, Reduce(rhd.fold(f, lambda g: [0]), own=_whole(I, f.B), acc=home(_whole(S, f.B))), k)
     slices = home(by_instance(S, f.B))

@@ -224,7 +224,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     nsteps = sum(len(tb.steps) for g in algo.gpus for tb in g.tbs)
     window = f"{algo.minBytes}..{algo.maxBytes or 'unlimited'}"
     click.echo(f"wrote {where}: {algorithm} {coll}, {ranks} ranks, {ntbs} TBs, {nsteps} steps, "
-               f"{algo.nchannels} channels, bytes {window}, target {target}",
+               f"{algo.nchannels} channels, bytes {window}, target {target}{_cut_clause(algo)}",
                err=output == "-")
     if do_verify:
         from ccxml.interpreter import verify as run_verify
@@ -246,6 +246,15 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         click.echo(f"PASS {where}", err=output == "-")
     if timer is not None:
         click.echo(timer.table(f"{algorithm} {coll}, {ranks} ranks, target {target}"), err=True)
+
+
+def _cut_clause(algo) -> str:
+    """The summary's word on messages the Chunk API cut, and why ("" if none was)."""
+    if not algo.cut_messages:
+        return ""
+    why = ("the runtime's cnt limit" if algo.one_way else
+           "so that no link can wedge with bounded buffers: give --max-bytes to cut less")
+    return f"; {algo.cut_messages} messages cut to {algo.cut_to} chunks ({why})"
 
 
 def _check_dump_after(names, target: str, no_fuse: bool) -> None:

@@ -143,6 +143,7 @@ class Chunk:
     def _transfer(self, dst: "Chunk", chan: int, lane: int) -> "Chunk":
         prog = self.program
         if self.size > prog.message_cap:
+            prog._note_cut(self.size)
             for a, b in self._pieces(dst, prog.message_cap):
                 a._transfer(b, chan, lane)
             return dst
@@ -206,6 +207,8 @@ class Chunk:
         prog = self.program
         limit = MAX_CNT if dst.gpu_id == self.gpu_id else prog.message_cap
         if self.size > limit:
+            if dst.gpu_id != self.gpu_id:
+                prog._note_cut(self.size)
             for (a, b), (_, o) in zip(self._pieces(dst, limit), dst._pieces(out, limit)):
                 a.reduce(b, chan, o, lane)
             return out
@@ -648,6 +651,23 @@ class Program:
                 for before in previous:
                     st.add_dep(before)
             self._round_last[gpu.id] = list(last.values())
+
+    # ---- message length -------------------------------------------------------------------
+    def split_directions(self) -> None:
+        """Make every thread block one-way (it sends to one peer or receives from one, never
+        both: ``Algo.one_way``, :mod:`ccxml.passes.threadblocks`) and lift the message cap to the
+        runtime's ``cnt`` limit. A TB then keeps its steps in issue order and a send that fills a
+        bounded link blocks only its own TB, never a receive that would drain the peer: an
+        exchange (two ranks sending to each other) completes with links that buffer nothing,
+        however long its messages. Call it before issuing steps."""
+        self.algo.one_way = True
+        self.message_cap = MAX_CNT
+
+    def _note_cut(self, size: int) -> None:
+        """Record that a message of ``size`` chunks goes as several (the generate summary)."""
+        algo = self.algo
+        algo.cut_messages += 1
+        algo.cut_to = self.message_cap
 
     # ---- compilation --------------------------------------------------------------------
     def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True,

@@ -16,7 +16,9 @@ its parameters, never by a second engine:
   sending to each other: their messages alternate, instance by instance, and when a direction
   needs several the k-th messages of both directions form one sub-round — ``next_round`` —, so
   each side sends its (k+1)-th message only after it has received the k-th: the exchange
-  completes even when a link buffers only LINK_CALLS calls). The last two cut messages at the
+  completes even when a link buffers only LINK_CALLS calls; in a one-way program,
+  :meth:`~ccxml.frontend.chunk.Program.split_directions`, the two directions have thread blocks
+  of their own and need no sub-rounds). The last two cut messages at the
   program's :attr:`~ccxml.frontend.chunk.Program.message_cap` themselves, so that the Chunk API
   never cuts again.
 * ``merge`` — whether blocks that touch go as one message (the merge rule of
@@ -24,6 +26,12 @@ its parameters, never by a second engine:
   an exchange are cut at the same block counts (NHR, NB).
 * ``rounds`` — end every step with :meth:`~ccxml.frontend.chunk.Program.next_round`, as HCCL runs
   a rank's steps one after another on one stream.
+* ``stage`` — a :class:`Stage`: a move whose blocks would go as several messages (they are not
+  adjacent on the sender, or on the receiver) goes as ONE message through scratch instead: the
+  sender packs its pieces into a contiguous range (local copies), the receiver lands the message
+  in a range of its own and unpacks it (copies) or reduces it block by block (local reduces).
+  One α per move, as HCCL's one transfer per step, for two local passes over the data (the
+  simulator charges copies at the rank's memory bandwidth).
 * the channel of a move: ``channel(sender, receiver, instance)`` (default: the instance), or
   lanes (``lanes``, :mod:`ccxml.frontend.lanes`) for the phases of the hierarchical algorithms:
   each step's transfers are then recorded as lane groups and the threadblocks pass picks their
@@ -38,11 +46,27 @@ from typing import Callable, Iterable, Sequence
 
 from ccxml.frontend.chunk import Program, piece
 from ccxml.frontend.lanes import Directions, Lanes
-from ccxml.tables.plan import Message, Phase, Reduce, Steps, landings, messages, tail
+from ccxml.tables.plan import Message, Phase, Piece, Reduce, Steps, landings, messages, tail
 from ccxml.vocab.errors import AlgorithmError
+from ccxml.vocab.wire import Buffer
 
 ORDERS = ("steps", "channels", "moves")
 SENDS = ("sequential", "interleave", "exchange")
+
+
+class Stage:
+    """Scratch for staged moves (module docstring): every rank takes fresh ranges of its scratch
+    from chunk ``base`` on, never reused, so a staged message waits for nothing but its data."""
+
+    def __init__(self, base: int):
+        self.base = base
+        self._next: dict[int, int] = {}
+
+    def take(self, rank: int, n: int) -> Piece:
+        """``n`` unused scratch chunks of ``rank``."""
+        at = self._next.get(rank, self.base)
+        self._next[rank] = at + n
+        return (Buffer.SCRATCH, at, n)
 
 
 def _same(s: int, d: int, c: int) -> int:
@@ -52,7 +76,7 @@ def _same(s: int, d: int, c: int) -> int:
 def run(prog: Program, phase: Phase, *, instances: int | Iterable[int] = 1,
         members: Sequence[int] | None = None, channel: Callable[[int, int, int], int] | None = None,
         lanes: Lanes | Directions | None = None, order: str = "steps", send: str = "sequential",
-        merge: bool = True, even: bool = False, rounds: bool = False) -> None:
+        merge: bool = True, even: bool = False, rounds: bool = False, stage: Stage | None = None) -> None:
     """Issue ``phase`` on ``prog`` (see the module docstring for the parameters).
 
     The cyclic garbage collector is paused meanwhile, as for the passes: a phase makes millions
@@ -61,15 +85,18 @@ def run(prog: Program, phase: Phase, *, instances: int | Iterable[int] = 1,
     paused = gc.isenabled()
     gc.disable()
     try:
-        _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds)
+        _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds, stage)
     finally:
         if paused:
             gc.enable()
 
 
-def _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds) -> None:
+def _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds, stage) -> None:
     if order not in ORDERS or send not in SENDS:
         raise AlgorithmError(f"internal: order {order!r}, send {send!r}")
+    if stage is not None and (send != "sequential" or lanes is not None or order == "channels"
+                              or (isinstance(phase, Reduce) and phase.land is not None)):
+        raise AlgorithmError("internal: staged moves are issued step by step, sequentially")
     inst = list(range(instances)) if isinstance(instances, int) else list(instances)
     chan = channel or _same
     placer = Directions(lanes) if isinstance(lanes, Lanes) else lanes
@@ -90,6 +117,13 @@ def _run(prog, phase, instances, members, channel, lanes, order, send, merge, ev
                 _step(prog, [(c, found)], chan, placer, send, "steps")
                 if rounds:
                     prog.next_round()
+    elif stage is not None:             # one block per message: the planners see each block
+        planners = [messages(phase, c, members, n, False, False) for c in inst]
+        for si, step in enumerate(phase.table):
+            per_c = [(c, plan.step(si)) for c, plan in zip(inst, planners)]
+            _packed(prog, step, si, per_c, planners, chan, stage, order)
+            if rounds:
+                prog.next_round()
     else:
         plans = zip(*(messages(phase, c, members, n, merge, even) for c in inst))
         for si, per_c in enumerate(plans):
@@ -153,6 +187,107 @@ def _step(prog: Program, per_c: list, chan, placer, send: str, order: str) -> No
                     _issue(prog, s, d, m, ch, lane)
 
 
+def _packed(prog: Program, step: list, si: int, per_c: list, planners: list, chan, stage: Stage,
+            order: str) -> None:
+    """Step ``si`` (``step``, its moves) with one message per move, through ``stage`` where the
+    move's blocks are not adjacent (module docstring). ``per_c`` holds (instance, the moves'
+    messages, one per block), ``planners`` the instances' :class:`Steps`: a staged reduce leaves
+    its sums where they landed and tells the planner so (``held``), but the owner's last receive
+    of a block, which goes on to the block's final place."""
+    if order == "moves":
+        todo = [(i, t) for t in range(len(step)) for i in range(len(per_c))]
+    else:
+        todo = [(i, t) for i in range(len(per_c)) for t in range(len(step))]
+    for i, t in todo:
+        c, found = per_c[i]
+        s, d, msgs = found[t]
+        blocks = step[t][2]
+        ch = chan(s, d, c)
+        if len(msgs) != len(blocks):
+            raise AlgorithmError("internal: a staged move's blocks must be one piece each")
+        if len(msgs) <= 1:
+            for m in msgs:
+                _issue(prog, s, d, m, ch, -1)
+            continue
+        moved = sorted(zip(msgs, blocks), key=_by_source)
+        msgs = [m for m, _ in moved]
+        size = sum(m[0][2] for m in msgs)
+        src = _run_of([m[0] for m in msgs], size)
+        if src is None:                         # the sender packs its pieces
+            src = _pack(prog, s, [m[0] for m in msgs], stage.take(s, size), ch)
+        into = _run_of([m[2] for m in msgs], size)
+        if msgs[0][1] is None:                  # a copy: land, then unpack
+            if into is not None:
+                _issue(prog, s, d, (src, None, into), ch, -1)
+                continue
+            land = stage.take(d, size)
+            _issue(prog, s, d, (src, None, land), ch, -1)
+            for m, part in zip(msgs, _parts(land, msgs)):
+                _issue(prog, d, d, (part, None, m[2]), ch, -1)
+            continue
+        opnd = _run_of([m[1] for m in msgs], size)
+        if opnd is not None and into is not None:
+            _issue(prog, s, d, (src, opnd, into), ch, -1)
+            continue
+        here = stage.take(d, size)              # the receiver's operands, packed; the sums
+        if opnd is None:
+            opnd = _pack(prog, d, [m[1] for m in msgs], here, ch)
+        _issue(prog, s, d, (src, opnd, here), ch, -1)
+        plan, b, done = planners[i], step[t][1], (si << 32) + t
+        for (m, j), part in zip(moved, _parts(here, msgs)):
+            if plan.last[j] == done:
+                _issue(prog, d, d, (part, None, m[2]), ch, -1)
+            else:
+                plan.held[b][j] = _Here(part)
+
+
+class _Here:
+    """A place that is one piece on one rank (a sum a staged reduce left where it landed)."""
+
+    __slots__ = ("piece",)
+
+    def __init__(self, piece: Piece):
+        self.piece = piece
+
+    def __call__(self, r: int, j: int, c: int) -> Piece:
+        return self.piece
+
+
+def _by_source(moved: tuple) -> tuple:
+    """Sort key of a (message, block): its source, then operand, then destination."""
+    (s, o, d), _ = moved
+    return (s[0], s[1]) if o is None else (s[0], s[1], o[0], o[1], d[0], d[1])
+
+
+def _pack(prog: Program, rank: int, pieces: list[Piece], into: Piece, ch: int) -> Piece:
+    """Copy ``pieces`` of ``rank`` one after the other into ``into``; return ``into``."""
+    at = into[1]
+    for p in pieces:
+        _issue(prog, rank, rank, (p, None, (into[0], at, p[2])), ch, -1)
+        at += p[2]
+    return into
+
+
+def _parts(whole: Piece, msgs: list[Message]) -> list[Piece]:
+    """``whole`` cut as ``msgs`` are, in order."""
+    out, at = [], whole[1]
+    for m in msgs:
+        out.append((whole[0], at, m[0][2]))
+        at += m[0][2]
+    return out
+
+
+def _run_of(pieces: list[Piece], size: int) -> Piece | None:
+    """The one range ``pieces`` make, in order, or None if they are not adjacent."""
+    buf, lo = pieces[0][0], pieces[0][1]
+    at = lo
+    for p in pieces:
+        if p[0] is not buf or p[1] != at:
+            return None
+        at += p[2]
+    return (buf, lo, size)
+
+
 def _exchange(prog: Program, per_c: list, chan) -> None:
     """Pairs of opposite moves, in the order their first move comes: their messages alternate
     over the instances and the two directions, a sub-round per message (module docstring)."""
@@ -169,11 +304,12 @@ def _exchange(prog: Program, per_c: list, chan) -> None:
         done.update(pair)
         lanes = [(c, found[u][0], found[u][1], _cut(prog, *found[u])) for c, found in per_c for u in pair]
         depth = max(len(msgs) for *_, msgs in lanes)
+        sub_rounds = depth > 1 and not prog.algo.one_way
         for i in range(depth):
             for c, a, b, msgs in lanes:
                 if i < len(msgs):
                     _issue(prog, a, b, msgs[i], chan(a, b, c), -1)
-            if depth > 1:
+            if sub_rounds:
                 prog.next_round()
 
 
@@ -216,6 +352,7 @@ def _cut(prog: Program, s: int, d: int, msgs: list[Message]) -> list[Message]:
         if size <= cap:
             out.append(m)
             continue
+        prog._note_cut(size)
         for lo in range(0, size, cap):
             n = min(cap, size - lo)
             out.append(tuple(None if p is None else (p[0], p[1] + lo, n) for p in m))
@@ -223,7 +360,8 @@ def _cut(prog: Program, s: int, d: int, msgs: list[Message]) -> list[Message]:
 
 
 def _issue(prog: Program, s: int, d: int, msg: Message, chan: int, lane: int) -> None:
-    """One message: a copy, or a reduce where it names a local operand; on ``lane`` if >= 0."""
+    """One message: a copy, or a reduce where it names a local operand; on ``lane`` if >= 0.
+    On one rank (s == d) a local copy, or a local reduce into the destination."""
     src, opnd, into = msg
     if src[2] == 0:
         return

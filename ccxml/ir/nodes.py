@@ -452,6 +452,12 @@ class Algo:
         #: A step on lane group g holds ``chan = -1 - g`` until the threadblocks pass gives it the
         #: group's channel
         self.lane_groups: list[tuple[int, int, int, tuple[tuple[int, int], ...]]] = []
+        #: every thread block carries one direction only: sends to one peer or receives from
+        #: one (``Program.split_directions``)
+        self.one_way = False
+        #: messages the Chunk API cut (count), and the length in chunks they were cut to
+        self.cut_messages = 0
+        self.cut_to = 0
 
     def steps(self) -> Iterator[Step]:
         for gpu in self.gpus:

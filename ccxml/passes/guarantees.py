@@ -181,7 +181,15 @@ def connections_unique(algo: Algo, names: StepNames) -> Problems:
 
 def tbs_shared_per_link(algo: Algo, names: StepNames) -> Problems:
     """Per GPU and channel: with one send peer and one recv peer, one TB holds both; otherwise
-    each peer that is both sent to and received from has one full-duplex TB (send == recv)."""
+    each peer that is both sent to and received from has one full-duplex TB (send == recv).
+    In a one-way program (``Algo.one_way``) no TB has both a send and a receive peer."""
+    if algo.one_way:
+        for gpu in algo.gpus:
+            for tb in gpu.tbs:
+                if tb.send >= 0 and tb.recv >= 0:
+                    yield (f"gpu {gpu.id} TB {tb.id}: sends to {tb.send} and receives from "
+                           f"{tb.recv} in a one-way program")
+        return
     for gpu in algo.gpus:
         chans: dict[int, list[TB]] = {}
         for tb in gpu.tbs:
@@ -214,8 +222,9 @@ def issue_order(algo: Algo, names: StepNames) -> Problems:
 
 
 def local_steps_placed(algo: Algo, names: StepNames) -> Problems:
-    """A local step (``cpy``, ``re``) is in the TB of its latest dependency; without one, in the
-    TB of the first communicating step (in issue order) that depends on it; else in its
+    """A local step (``cpy``, ``re``) is in the TB of its latest dependency (in a one-way
+    program: of its latest dependency that wrote part of its source, if one did); without one,
+    in the TB of the first communicating step (in issue order) that depends on it; else in its
     channel's first TB with a peer; else in the channel's TB without peers."""
     for gpu in algo.gpus:
         issued = sorted((st for tb in gpu.tbs for st in tb.steps), key=lambda s: s.original_index)
@@ -235,11 +244,19 @@ def local_steps_placed(algo: Algo, names: StepNames) -> Problems:
             if st.send_peer >= 0 or st.recv_peer >= 0:
                 continue
             deps = step_deps(st)
-            want = (deps[-1].tb if deps else consumer.get(id(st)) or first_tb.get(st.chan)
-                    or own_tb.get(st.chan))
+            writers = [d for d in deps if algo.one_way and _writes_into(d, st.src, st.cnt)]
+            want = (writers[-1].tb if writers else deps[-1].tb if deps else consumer.get(id(st))
+                    or first_tb.get(st.chan) or own_tb.get(st.chan))
             if st.tb is not want:
                 yield (f"{names.where(st)} belongs in tb {tb_label(want) if want else '?'} "
                        f"(its producer, next consumer or channel's first TB)")
+
+
+def _writes_into(step, src, cnt: int) -> bool:
+    """Whether ``step`` writes a chunk of the ``cnt`` chunks at ``src``."""
+    dst = step.dst
+    return (src is not None and dst is not None and step.type.writes_dst and dst[0] is src[0]
+            and set(range(dst[1], dst[1] + step.cnt)) & set(range(src[1], src[1] + cnt)) != set())
 
 
 # ---- ordering -----------------------------------------------------------------------------

@@ -69,9 +69,10 @@ class AssignThreadblocks(Pass):
     """Every issued step is in one TB of its GPU and channel whose peers are its own; no two TBs
     of a GPU share a (channel, send peer) or (channel, recv peer); on a channel with one send
     and one recv peer one TB holds both, otherwise a peer both sent to and received from gets a
-    full-duplex TB; a local step joins its producer's TB, else its next consumer's, else its
-    channel's first TB, else a TB of its own; each TB is in issue order, which orders every wait
-    (its links numbered 0, 1, ... in that order)."""
+    full-duplex TB (in a one-way program, ``Algo.one_way``, no TB both sends and receives); a
+    local step joins its producer's TB (one-way: its source's writer's), else its next
+    consumer's, else its channel's first TB, else a TB of its own; each TB is in issue order,
+    which orders every wait (its links numbered 0, 1, ... in that order)."""
 
     name = "threadblocks"
 

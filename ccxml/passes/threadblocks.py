@@ -7,8 +7,14 @@ Guarantees, per GPU and channel:
 * a rank that on a channel sends to one peer and receives from one peer gets a single TB for
   both (a ring or chain link), and a peer it both sends to and receives from gets a full-duplex
   TB (send == recv), so that receive+send pairs can later fuse into ``rcs``/``rrs``/``rrcs``;
-* local steps (``cpy``, ``re``) join the TB that produced their source, else the TB that next
-  consumes their destination, else the channel's first TB, else a TB of their own;
+* except in a one-way program (``Algo.one_way``): there every TB sends to one peer or receives
+  from one, never both, so a TB's steps keep their issue order (the ordering pass has no send to
+  hold back) and a send that fills a bounded link never blocks a receive of its rank: the
+  schedule completes with links that buffer nothing, whatever the message lengths;
+* local steps (``cpy``, ``re``) join the TB of their latest dependency (in a one-way program:
+  of the step that wrote their source, so that a copy out of a received range runs where it
+  was received), else the TB that next consumes their destination, else the channel's first
+  TB, else a TB of their own;
 * each TB's steps are in issue order, which is a topological order of every dependency and
   matched send/receive pair (so the untouched schedule cannot deadlock);
 * a step issued on a lane (``chan = -1 - g`` for group g of ``Algo.lane_groups``) first gets its
@@ -26,7 +32,7 @@ def assign_threadblocks(algo: Algo) -> None:
     if algo.lane_groups:
         plan_lanes(algo)
     for gpu in algo.gpus:
-        _assign_gpu(gpu)
+        _assign_gpu(gpu, algo.one_way)
 
 
 def plan_lanes(algo: Algo) -> None:
@@ -50,7 +56,7 @@ def plan_lanes(algo: Algo) -> None:
                 st.chan = chans[-1 - st.chan]
 
 
-def _assign_gpu(gpu: GPU) -> None:
+def _assign_gpu(gpu: GPU, one_way: bool = False) -> None:
     steps = gpu.pending
     # one walk over the steps (they are scattered in memory): each channel's send and recv peers
     peers: dict[int, tuple[set[int], set[int]]] = {}
@@ -79,7 +85,7 @@ def _assign_gpu(gpu: GPU) -> None:
     # lives on one channel, so the issue order within a channel's group is the TB's order
     local_steps = False
     for chan, group in groups.items():
-        send_tb, recv_tb = _channel_tbs(gpu, chan, *peers[chan])
+        send_tb, recv_tb = _channel_tbs(gpu, chan, *peers[chan], one_way)
         for st in group:
             peer = st.send_peer
             if peer >= 0:
@@ -93,7 +99,7 @@ def _assign_gpu(gpu: GPU) -> None:
             st.tb = tb
             _append(tb, st)
     if local_steps:
-        _place_local_steps(gpu, steps)
+        _place_local_steps(gpu, steps, one_way)
     gpu.pending = []
 
 
@@ -109,12 +115,18 @@ def _append(tb: TB, st: Step) -> None:
     tb.steps.append(st)
 
 
-def _channel_tbs(gpu: GPU, chan: int, sends: set[int], recvs: set[int]
+def _channel_tbs(gpu: GPU, chan: int, sends: set[int], recvs: set[int], one_way: bool = False
                  ) -> tuple[dict[int, TB], dict[int, TB]]:
-    """Create the TBs of one channel, whose steps send to ``sends`` and receive from ``recvs``;
-    return {send peer: TB} and {recv peer: TB}."""
+    """Create the TBs of one channel, whose steps send to ``sends`` and receive from ``recvs``
+    (one direction per TB if ``one_way``); return {send peer: TB} and {recv peer: TB}."""
     send_tb: dict[int, TB] = {}
     recv_tb: dict[int, TB] = {}
+    if one_way:
+        for peer in sorted(sends):
+            send_tb[peer] = gpu.add_tb(TB(peer, -1, chan))
+        for peer in sorted(recvs):
+            recv_tb[peer] = gpu.add_tb(TB(-1, peer, chan))
+        return send_tb, recv_tb
     if len(sends) <= 1 and len(recvs) <= 1:
         if sends or recvs:
             s = next(iter(sends), -1)
@@ -134,20 +146,22 @@ def _channel_tbs(gpu: GPU, chan: int, sends: set[int], recvs: set[int]
     return send_tb, recv_tb
 
 
-def _place_local_steps(gpu: GPU, steps: list[Step]) -> None:
-    """Give each local step (the steps without a TB yet) a TB: the producer of its source, else
-    the next consumer of its output, else the channel's first TB, else a TB of its own; then
-    restore issue order in the TBs that received one."""
+def _place_local_steps(gpu: GPU, steps: list[Step], one_way: bool = False) -> None:
+    """Give each local step (the steps without a TB yet) a TB: its latest dependency's (in a
+    one-way program the source's writer's, if it has one), else the next consumer of its output,
+    else the channel's first TB, else a TB of its own; then restore issue order in the TBs that
+    received one."""
     local_steps = [st for st in steps if st.tb is None]     # in issue order: producers first
     consumer = _first_consumers(steps)
     first_tb: dict[int, TB] | None = None
     local_tb: dict[int, TB] = {}
     for st in local_steps:
-        tb = None
-        for dep in reversed(step_deps(st)):        # the latest producer first
-            tb = dep.tb
-            if tb is not None:
-                break
+        tb = _source_writer_tb(st) if one_way else None
+        if tb is None:
+            for dep in reversed(step_deps(st)):    # the latest producer first
+                tb = dep.tb
+                if tb is not None:
+                    break
         if tb is None:
             tb = consumer.get(st)
         if tb is None:
@@ -165,6 +179,20 @@ def _place_local_steps(gpu: GPU, steps: list[Step]) -> None:
         tb.send_count = tb.recv_count = 0
     for st in [st for st in steps if st.tb in changed]:
         _append(st.tb, st)
+
+
+def _source_writer_tb(st: Step) -> TB | None:
+    """The TB of the latest dependency of ``st`` that wrote a chunk of its source, if placed."""
+    src = st.src
+    if src is None:
+        return None
+    buf, lo, hi = src[0], src[1], src[1] + st.cnt
+    for dep in reversed(step_deps(st)):
+        dst = dep.dst
+        if (dep.tb is not None and dep.type.writes_dst and dst is not None and dst[0] is buf
+                and dst[1] < hi and lo < dst[1] + dep.cnt):
+            return dep.tb
+    return None
 
 
 def _first_consumers(steps: list[Step]) -> dict[Step, TB]:

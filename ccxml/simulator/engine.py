@@ -40,7 +40,9 @@ Model (dedicated links):
   4. if it sends (``s`` or the forwarding half of ``rcs rrs rrcs``), requests the link and is done
      when its transfer has arrived (store-and-forward: a received chunk is forwarded only after it
      has fully arrived and been reduced);
-  5. ``cpy`` is free; ``nop`` is not a step (its dependency moves to the next real step).
+  5. ``cpy`` is free on dedicated links (the formulas' model); on a network topology whose GPUs
+     have a ``memory_bandwidth`` M, a copy of b bytes reads and writes them: ``2·b / M``.
+     ``nop`` is not a step (its dependency moves to the next real step).
 
   So a send occupies its TB for the whole transfer, and one pipeline hop of a reduce chain costs
   ``alpha + b·beta + b·gamma`` — which makes HCCL's per-step formulas come out exactly.
@@ -244,6 +246,7 @@ _RECEIVES = {t.value for t in StepType if t.receives}
 _REDUCES = {t.value for t in StepType if t.reduces}
 _KNOWN = {t.value for t in StepType}
 _NOP = StepType.NOP.value
+_CPY = StepType.COPY.value
 _INF = float("inf")
 
 # why an op's time was what it was
@@ -364,6 +367,9 @@ class _Engine:
         self.xfers: list[tuple[int, int, float, float, float]] = []    # src, dst, start, end, bytes
         self.reductions: list[tuple[int, float, float]] = []          # gpu, start, end
         self.network = topology.graph() if topology.is_network else None
+        #: a local copy reads and writes its bytes at the GPU's memory bandwidth (0: free)
+        mem = self.network.memory_bandwidth if self.network is not None else 0.0
+        self.copy_s_per_byte = 2.0 / mem if mem else 0.0
         self.flows = None
         if self.network is not None:
             self.flows = FlowNetwork(self.network.link_cap, exact_twin=exact_twin, record=record)
@@ -456,6 +462,11 @@ class _Engine:
                     dt = op.cnt * self.cb * gamma
                     if dt > 0:
                         self.reductions.append((tb.gpu, t, t + dt))
+                    op.reduce_s = dt
+                    t += dt
+                elif op.type == _CPY and self.copy_s_per_byte:
+                    dt = op.cnt * self.cb * self.copy_s_per_byte
+                    self.reductions.append((tb.gpu, t, t + dt))
                     op.reduce_s = dt
                     t += dt
                 op.t_ready = t

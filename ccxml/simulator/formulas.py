@@ -13,12 +13,9 @@ The formula tests (tests/test_simulator_formulas.py) check the simulator against
 """
 from __future__ import annotations
 
-import functools
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from ccxml.tables import blocks, plan
 from ccxml.topology.model import LinkLevel
 
 Formula = Callable[[int, float, float, float, float], float]   # (p, n, α, β, γ) -> seconds
@@ -147,35 +144,6 @@ def step_time(steps, p: int, block: float, a: float, b: float, g: float) -> floa
     return max(free)
 
 
-@functools.lru_cache(maxsize=None)
-def _plan(module: str, coll: str, p: int) -> list[list[tuple]]:
-    """The messages of ``coll`` on p ranks, one instance, root 0, step by step: per step
-    (sender, receiver, [blocks per message], reduces). The tables and the merge rule are the
-    generator's own (:mod:`ccxml.tables.blocks`); nothing is built."""
-    rules = importlib.import_module(f"ccxml.tables.{module}").RULES
-    steps = []
-    for phase in blocks.phases(rules, coll, p):
-        reduces = isinstance(phase, plan.Reduce)
-        for found in plan.messages(phase, 0, None, p, even=True):
-            steps.append([(s, d, [m[0][2] for m in msgs], reduces) for s, d, msgs in found])
-    return steps
-
-
-def planned(module: str, coll: str) -> Formula:
-    """ccxml's NHR/NB time: :func:`step_time` on the messages its generator sends, step by step
-    (:func:`_plan`; p blocks of n/p bytes, root 0)."""
-    return lambda p, n, a, b, g: step_time(_plan(module, coll, p), p, n / p, a, b, g)
-
-
-_WHY_SPLIT = ("HCCL sends a step's blocks in one transfer (one α); an MSCCL step moves one contiguous "
-              "range, so blocks of a step that are not adjacent in memory go as several messages, one "
-              "α each (blocks wrapping past p−1, every 2^(k+1)-th block, a tree map that stops early). "
-              "The ccxml formula is the α-β-γ model evaluated step by step on the messages the "
-              "generator sends (step_time on the tables' messages, ccxml.tables.blocks).")
-_WHY_GAMMA = (" Each message is reduced as it arrives, so its γ overlaps the next message's transfer: "
-              "for large n this is faster than the doc, which charges β+γ for every byte in turn.")
-
-
 _WHY_BIDIR = ("not in HCCL's catalogue: ccxml's formula. Ring (§3) on each half of the data, the two "
                "rings in opposite directions at once; with full-duplex links they share no link "
                "direction, so the time is Ring's with n/2. At p = 2 the two rings are the same "
@@ -190,7 +158,9 @@ def _bruck_alltoall(p, n, a, b, g):
 
 
 def _nonuniform_rows(algorithm: str) -> list[CostFormula]:
-    """NHR's and NB's rows (§7, §8 give both the same formulas), each with ccxml's formula."""
+    """NHR's and NB's rows (§7, §8 give both the same formulas). ccxml's schedules send each
+    step's blocks as one message (adjacent in memory, or packed through scratch: copies are free
+    in this model) and reduce it as it arrives, so they take the doc's time exactly."""
     doc = {
         "allreduce": lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g,
         "reducescatter": lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * (b + g),
@@ -198,11 +168,7 @@ def _nonuniform_rows(algorithm: str) -> list[CostFormula]:
         "scatter": lambda p, n, a, b, g: ns(p) * a + (p - 1) / p * n * b,
         "broadcast": lambda p, n, a, b, g: 2 * ns(p) * a + 2 * (p - 1) / p * n * b,
     }
-    why = {"reducescatter": _WHY_SPLIT + _WHY_GAMMA,
-           "allreduce": _WHY_SPLIT + (" For p a power of two the tree map makes every step one range "
-                                      "and the time is the doc's." if algorithm == "nhr" else _WHY_GAMMA)}
-    return [CostFormula(algorithm, algorithm, coll, f, root=0 if coll in ("scatter", "broadcast") else None,
-                        ccxml=planned(algorithm, coll), why=why.get(coll, _WHY_SPLIT))
+    return [CostFormula(algorithm, algorithm, coll, f, root=0 if coll in ("scatter", "broadcast") else None)
             for coll, f in doc.items()]
 
 

@@ -14,8 +14,9 @@ identity for NB). :func:`phases` gives each collective as phases (:mod:`ccxml.ta
   the output at the end; AllGather and Broadcast work in the output after the local copy of the
   rank's own data (§0.2).
 
-The builders (``ccxml.algorithms.nhr``, ``.nb``) issue these phases; the simulator's formulas
-time the same phases (``ccxml.simulator.formulas.planned``).
+The builders (``ccxml.algorithms.nhr``, ``.nb``) issue these phases, each move as one message
+(packed through scratch where its blocks are not adjacent), so that their time is the
+reference's formula (``ccxml.simulator.formulas``).
 """
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ def phases(rules: Rules, coll: Coll | str, p: int, k: int = 1, root: int = 0) ->
                 Copy(rules.all_gather(p), loc=by_instance(O, p, phys))]
     if coll is Coll.BROADCAST:
         out = by_instance(O, p, phys)
-        return [Copy(rules.scatter(p, root), loc=out), Copy(rules.all_gather(p), loc=out)]
+        # the root sends from its input, so that its sends need not wait for its local copy
+        return [Copy(rules.scatter(p, root), loc=out, first=by_instance(I, p, phys)),
+                Copy(rules.all_gather(p), loc=out)]
     if coll is Coll.SCATTER:
         def held(r: int, j: int, c: int):
             """The root reads its input; the others keep every block they receive in scratch,

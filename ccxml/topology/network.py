@@ -91,6 +91,8 @@ def _rate(v) -> float:
 
 #: a time in s, or a cost in s per byte (finite, >= 0)
 Seconds = Annotated[float, BeforeValidator(_seconds)]
+#: a bandwidth in bytes/s that may be left out (finite, >= 0; 0: none given)
+OptionalRate = Annotated[float, BeforeValidator(_seconds)]
 #: a bandwidth in bytes/s per direction (finite, > 0)
 Rate = Annotated[float, BeforeValidator(_rate)]
 
@@ -148,6 +150,7 @@ class NetworkSpec(BaseModel):
     gpus: int
     nodes: int = 1
     gamma: Seconds = 0.0                 # s per byte reduced on a GPU
+    memory_bandwidth: OptionalRate = 0.0  # a GPU's memory, bytes/s: local copies (0: free)
     devices: tuple[DeviceSpec, ...] = ()
     links: tuple[LinkSpec, ...] = ()
     fabric: FabricSpec = FabricSpec()
@@ -248,6 +251,7 @@ class Network:
         self.gpus = spec.gpus
         self.nodes = spec.nodes
         self.gamma = spec.gamma
+        self.memory_bandwidth = spec.memory_bandwidth
         self.nranks = spec.gpus * spec.nodes
         # -- one server: template vertices (GPUs first) and undirected links
         names = [f"gpu{g}" for g in range(spec.gpus)]

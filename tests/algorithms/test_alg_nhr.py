@@ -183,15 +183,47 @@ def check_rounds(module, coll: Coll) -> None:
     assert not bad, "; ".join(bad[:4])
 
 
-def table(module, coll: Coll, p: int, root: int | None = None) -> list[dict[int, set]]:
-    """Per round, rank -> set of (direction, peer, sorted blocks) read off the compiled XML.
+def carried_blocks(xml: str) -> list[list[int]]:
+    """Per message, in :func:`hccl_rounds`' order (the same replay), the blocks it carries.
 
-    A block is identified by the chunk offset in the receiver's buffer (one chunk per block;
-    Scatter receivers keep every block in scratch at its index)."""
-    _, messages = hccl_rounds(xml_of(module, coll, p, "exec", 1, False, root))
+    A chunk of a rank's input or output is block = its offset (one chunk per block), and so
+    is a chunk of scratch (Scatter receivers keep every block there at its index) until a step
+    writes it: a receive or a ``cpy`` into scratch gives it the blocks of what it received or
+    copied, so blocks that travel packed through staging scratch keep their names."""
+    sched = xmlload.loads(xml)
+    names: dict[tuple[int, str, int], int] = {}
+    out: list[list[int]] = []
+
+    def read(g, buf, off, cnt):
+        return [names.get((g, buf, off + i), off + i) for i in range(cnt)]
+
+    def visit(g, key, tb, st, msg):
+        got = None
+        if st.type in _RECV:
+            got = msg
+            out.append(msg)
+            if st.type != "rrs" and st.dstbuf == "s":
+                for i, b in enumerate(msg):
+                    names[(g, st.dstbuf, st.dstoff + i)] = b
+        elif st.type == "cpy" and st.dstbuf == "s":
+            for i, b in enumerate(read(g, st.srcbuf, st.srcoff, st.cnt)):
+                names[(g, st.dstbuf, st.dstoff + i)] = b
+        if st.type in _SEND:
+            return got if got is not None else read(g, st.srcbuf, st.srcoff, st.cnt)
+        return None
+
+    replay(sched, visit)
+    return out
+
+
+def table(module, coll: Coll, p: int, root: int | None = None) -> list[dict[int, set]]:
+    """Per round, rank -> set of (direction, peer, sorted blocks) read off the compiled XML
+    (the blocks of :func:`carried_blocks`)."""
+    xml = xml_of(module, coll, p, "exec", 1, False, root)
+    _, messages = hccl_rounds(xml)
     steps: dict[int, dict[int, dict]] = {}
-    for rnd, src, dst, _buf, off, cnt, _ in messages:
-        blocks = set(range(off, off + cnt))
+    for (rnd, src, dst, *_), carried in zip(messages, carried_blocks(xml)):
+        blocks = set(carried)
         for rank, key in ((src, ("to", dst)), (dst, ("from", src))):
             steps.setdefault(rnd, {}).setdefault(rank, {}).setdefault(key, set()).update(blocks)
     return [{r: {(k[0], k[1], tuple(sorted(v))) for k, v in cells.items()}

@@ -65,13 +65,14 @@ def test_a_ring_on_dedicated_links_costs_the_ring_formula():
 
 def test_an_nvswitch_port_is_shared_by_the_transfers_through_it():
     """Mesh AllGather on one dgx-h100 node: every GPU sends its block to 7 peers at once through
-    its one 450 GB/s NVLink port (the dedicated-link model would give each its own link)."""
+    its one 450 GB/s NVLink port (the dedicated-link model would give each its own link), after
+    copying it into its output at the GPU's memory bandwidth (3.35 TB/s, read and write)."""
     topo = load_preset("dgx-h100")
     route = topo.graph().route(0, 1)
     p, n = 8, float(8 << 20)
     sched = algorithm_schedule("mesh", "allgather", p, max_bytes=int(n))
     t = simulate_schedule(sched, n, topo).time_s
-    assert t == pytest.approx(route.alpha + 7 * (n / p) / 450e9, rel=1e-9)
+    assert t == pytest.approx(2 * (n / p) / 3.35e12 + route.alpha + 7 * (n / p) / 450e9, rel=1e-9)
     flat = Topology.flat(route.alpha, 1 / 450e9, 0.0)
     assert simulate_schedule(sched, n, flat).time_s == pytest.approx(route.alpha + (n / p) / 450e9, rel=1e-9)
 

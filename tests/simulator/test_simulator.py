@@ -15,7 +15,7 @@ from ccxml.simulator import (
     size_range,
     sweep,
 )
-from ccxml.topology.model import Topology, TopologyError
+from ccxml.topology.model import Topology, TopologyError, load_preset
 from ccxml.vocab.sizes import SizeError, format_size
 
 US = 1e-6
@@ -278,6 +278,16 @@ def test_reductions_use_the_gamma_of_the_receive_links_level():
     r = simulate(s, 1000, topo)
     red = {x.rank: x.reduce_s for x in r.ranks}
     assert red[1] == pytest.approx(3e-6 + 1e-6, abs=1e-15)
+
+
+def test_local_copies_cost_memory_bandwidth_on_a_preset_and_nothing_on_dedicated_links():
+    """A cpy of b bytes reads and writes them: 2·b / the preset GPU's memory bandwidth (dgx-h100:
+    3.35 TB/s); the dedicated-link model (HCCL's formulas) keeps copies free."""
+    s = sched("allreduce", 4, [[tb(0, -1, -1, 0, st("cpy", 4 if r == 0 else 2))] for r in range(8)])
+    n = 1 << 30
+    on_preset = simulate(s, n, load_preset("dgx-h100"))
+    assert on_preset.time_s == pytest.approx(2 * n / 3.35e12, rel=1e-12)
+    assert simulate(s, n, Topology.flat(alpha=1e-6, beta=1e-9, gamma=1e-12)).time_s == 0.0
 
 
 def test_topology_must_fit_the_schedule_and_recorded_topology_is_the_default():
