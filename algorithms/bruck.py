@@ -38,6 +38,7 @@ S = Buffer.SCRATCH
 def alltoall(p: int, *, options: Options = Options()) -> Program:
     k = options.channels
     prog = program("bruck", Coll.ALLTOALL, p, p * k, options)
+    prog.split_directions()     # one message per step and peer at any size: no cut to one chunk
     outbox, inbox, size = bruck.packed(p)
     out = lambda r, j, c: (S, c * size + outbox[bruck.slot(j)], 1)   # noqa: E731
     into = lambda r, j, c: (S, c * size + inbox[bruck.slot(j)], 1)   # noqa: E731

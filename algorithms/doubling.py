@@ -37,6 +37,7 @@ from ccxml.vocab.wire import Buffer, Coll
 def allgather(p: int, *, options: Options = Options()) -> Program:
     k = options.channels
     prog = program("recursive-doubling", Coll.ALLGATHER, p, p * k, options)
+    prog.split_directions()     # one message per step and peer at any size: no cut to one chunk
     for r in range(p):
         prog.input(r, 0, k).copy(prog.output(r, r * k, k))
     table = doubling.all_gather(p)

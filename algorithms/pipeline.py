@@ -155,6 +155,7 @@ def reducescatter(p: int, *, topology=None, options: Options = Options()) -> Pro
 @algorithm("pipeline", Coll.ALLTOALL)
 def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
     prog, s_, m_ = _setup(Coll.ALLTOALL, p, topology, options, p)
+    prog.split_directions()     # one message per server pair and slot, at any size
     k_ = options.channels
     staging = max(1, (s_ - 1) * m_)
     for c in range(k_):
@@ -180,8 +181,7 @@ def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
             return held(r, b, c) if b % 2 == 0 else land(b // 2 // p, b // 2 // p + 1)
 
         slots = Slots(Lanes(k_, c), s_, m_, inters=1, per=None, inter_first=True)
-        run(prog, Copy(pipeline.alltoall(s_, m_), loc=stored, first=held), instances=[c], lanes=slots,
-            merge=False)
+        run(prog, Copy(pipeline.alltoall(s_, m_), loc=stored, first=held), instances=[c], lanes=slots)
         if land is not out:
             for r in range(p):
                 lv.copy(prog, r, land(0, p), r, out(0, p), c)

@@ -10,7 +10,7 @@ from ccxml.frontend.algorithm import AlgorithmError, Options
 from ccxml.interpreter import verify
 from ccxml.loader import reader as xmlload
 from ccxml.topology.model import LinkLevel, Topology
-from ccxml.vocab.wire import PROFILES, Coll
+from ccxml.vocab.wire import PROFILES, Coll, StepType
 
 SHAPES = [(2, 2), (2, 4), (3, 2), (4, 4), (5, 1), (1, 5)]
 
@@ -104,3 +104,18 @@ def test_rccl_limit_error_says_so():
     with pytest.raises(LimitError, match="thread blocks; the rccl limit is 64"):
         build().to_xml("rccl")
     assert verify(build().to_xml("exec"), target="exec").ok     # exec takes the same schedule
+
+
+@pytest.mark.parametrize("s, m", [(4, 8), (3, 4)])
+def test_alltoall_sends_one_network_message_per_server(s, m):
+    """HCCL §10.4: a rank's data for a server crosses the network once, as one message to its
+    rail peer there, at any size (the default file: no --max-bytes): s − 1 inter-server messages
+    per rank, each carrying that server's m blocks; and the file verifies, bounded links included."""
+    text = pipeline.alltoall(s * m, topology=Topology.uniform(s, m)).to_xml("exec")
+    assert verify(text, target="exec").ok
+    sched = xmlload.loads(text)
+    for g in sched.gpus:
+        inter = [(tb.send, st.cnt) for tb in g.tbs for st in tb.steps
+                 if StepType(st.type).sends and tb.send // m != g.id // m]
+        assert sorted(peer for peer, _ in inter) == [(t * m + g.id % m) for t in range(s) if t != g.id // m]
+        assert {cnt for _, cnt in inter} == {m}

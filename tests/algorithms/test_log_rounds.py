@@ -6,7 +6,9 @@ critical path in messages (α = 1, β = γ = 0: every message costs 1, local cop
 nothing), it must equal the reference's step count (hccl-algorithms.md §4, §7, §8, §13):
 
 * RHD AllReduce: 2·log2 p, plus 2 for the fold and unfold when p is not a power of two;
-* NHR ReduceScatter and AllGather: ⌈log2 p⌉; NB AllReduce: 2·⌈log2 p⌉.
+* NHR ReduceScatter and AllGather: ⌈log2 p⌉; NB AllReduce: 2·⌈log2 p⌉;
+* and the log-step algorithms added beside them: Bruck AllToAll and recursive-doubling AllGather,
+  ⌈log2 p⌉.
 
 and every one of these files must verify on every target, bounded links included (the
 interpreter runs each link with the few calls the runtime buffers: ``deadlock-fifo``).
@@ -24,7 +26,8 @@ from ccxml.simulator import simulate
 from ccxml.topology.model import Topology
 
 PS = (5, 8, 12, 16, 32, 33)
-CASES = (("rhd", "allreduce"), ("nhr", "reducescatter"), ("nhr", "allgather"), ("nb", "allreduce"))
+CASES = (("rhd", "allreduce"), ("nhr", "reducescatter"), ("nhr", "allgather"), ("nb", "allreduce"),
+         ("bruck", "alltoall"), ("recursive-doubling", "allgather"))
 TARGETS = ("exec", "rccl", "legacy")
 COUNT_ONLY = Topology.flat(alpha=1.0, beta=0.0, gamma=0.0)
 
