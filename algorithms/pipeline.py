@@ -181,7 +181,8 @@ def alltoall(p: int, *, topology=None, options: Options = Options()) -> Program:
             return held(r, b, c) if b % 2 == 0 else land(b // 2 // p, b // 2 // p + 1)
 
         slots = Slots(Lanes(k_, c), s_, m_, inters=1, per=None, inter_first=True)
-        run(prog, Copy(pipeline.alltoall(s_, m_), loc=stored, first=held), instances=[c], lanes=slots)
+        run(prog, Copy(pipeline.alltoall(s_, m_), loc=stored, first=held), instances=[c], lanes=slots,
+            rounds=True)
         if land is not out:
             for r in range(p):
                 lv.copy(prog, r, land(0, p), r, out(0, p), c)
