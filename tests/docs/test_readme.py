@@ -81,3 +81,16 @@ def test_relative_links_lead_to_files_that_exist(doc):
         if not (doc.parent / target).exists():
             missing.append(target)
     assert not missing, f"{doc.name}: {missing}"
+
+
+def test_figures_in_the_tours_prose_are_quoted_figures():
+    """A figure the tour's text gives (361.19 µs, 325.15 GB/s) is one of the command excerpts that
+    test_the_tours_figures_are_what_the_commands_print reruns, so it cannot go stale alone."""
+    text = README.read_text(encoding="utf-8")
+    tour = text.split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+    prose = re.sub(r"```.*?```", "", tour, flags=re.S)
+    quoted = " ".join(ex for c in doc_blocks.commands(README) for ex in c.excerpts)
+    figures = re.findall(r"\d+\.\d+", prose)
+    assert figures
+    for f in figures:
+        assert f in quoted, f"the tour's text gives {f}, which no command excerpt quotes"
