@@ -24,7 +24,7 @@ def _formats_help() -> str:
 
 
 @click.command("export", epilog="\b\nFORMAT:\n" + _formats_help())
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(list(BACKENDS)))
+@click.argument("fmt", metavar="FORMAT")
 @click.argument("source")
 @target_options
 @click.option("--bytes", "nbytes", default=None,
@@ -41,7 +41,9 @@ def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes,
     XML of an algorithm for one runtime (as ccxml generate --target does). docs/export.md.
     """
     from ccxml.writer.files import write_atomic
-    backend = BACKENDS[fmt]
+    backend = BACKENDS.get(fmt)
+    if backend is None:
+        raise click.UsageError(f"unknown FORMAT {fmt!r}; choose one of {', '.join(BACKENDS)}")
     opts = read_opts(opts)
     sizes = _sizes(nbytes, None, None, 2.0) if nbytes is not None else None
     if backend.takes == "schedule":
@@ -67,6 +69,8 @@ def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes,
         _fail(str(e))
     except ValueError as e:
         _fail(f"{label}: {e}")
+    if output == "-" and len(files) > 1:
+        raise click.UsageError(f"{fmt} writes {len(files)} files, -o PREFIX names them; not -")
     written = 0
     for path, content in files:
         try:
@@ -92,7 +96,7 @@ def _compiled(source, profile, sizes, *, ranks, coll, root, topology_file, prese
     """The algorithm SOURCE compiled for ``profile`` (built for a window ending at the size when
     one is given); one line, exit 2, for a file or a bad shape."""
     if os.path.exists(source) or source.lower().endswith(".xml"):
-        raise click.UsageError(f"{source} is a file; the msccl-* formats write an algorithm compiled for "
+        raise click.UsageError(f"{source} names an XML file; the msccl-* formats write an algorithm compiled for "
                                f"their runtime (e.g. ccxml export msccl-rccl ring --ranks 8 --coll allreduce)")
     topo, _ = resolve(topology_file, preset, nodes, gpu)
     if coll is None or (ranks is None and topo.nranks is None):
