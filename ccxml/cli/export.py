@@ -84,8 +84,19 @@ def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes,
     click.echo(f"wrote {where}: {label}, {fmt}, {written} bytes")
 
 
+#: the largest XML file whose text every rank's trace repeats (GlobalMetadata's input_file, as
+#: the upstream converter stores it); a larger one would make the traces ranks x its size
+EMBED_LIMIT = 1 << 20
+
+
 def _text_of(path: str) -> str:
+    """The file's text for GlobalMetadata's ``input_file``, or "" (with a note) past EMBED_LIMIT."""
     try:
+        size = os.path.getsize(path)
+        if size > EMBED_LIMIT:
+            click.echo(f"note: {path} is {size} bytes; the traces' input_file is left empty "
+                       f"(it is kept up to {EMBED_LIMIT} bytes)", err=True)
+            return ""
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
     except OSError as e:

@@ -166,3 +166,18 @@ def test_the_docs_recipe_adds_a_format(tmp_path, monkeypatch):
     s = algorithm_schedules("ring", "allreduce", 4, [1 << 20])[0]
     assert rows[0] == "rank,tb,step,type,send,recv,cnt"
     assert len(rows) == 1 + s.nsteps
+
+
+def test_a_large_file_is_not_repeated_in_every_trace(tmp_path, monkeypatch):
+    """GlobalMetadata's input_file holds the XML text as upstream does, but not past a limit:
+    every rank's file would repeat it."""
+    pytest.importorskip("google.protobuf")
+    from ccxml.cli import export as cli_export
+    from ccxml.export.chakra.schema import decode
+    monkeypatch.setattr(cli_export, "EMBED_LIMIT", 1000)
+    code, out, err = ccxml("export", "chakra", UPSTREAM / "ring8_allreduce.xml", "--bytes", "1M",
+                           "-o", tmp_path / "r")
+    assert code == 0, err
+    assert "input_file is left empty" in err
+    meta, _ = decode((tmp_path / "r.0.et").read_bytes())
+    assert {a.name: a.string_val for a in meta.attr}["input_file"] == ""
