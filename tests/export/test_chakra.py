@@ -274,3 +274,20 @@ def test_without_protobuf_one_line_names_the_extra(monkeypatch):
         monkeypatch.undo()
         schema.messages.cache_clear()
     assert messages().Node().DESCRIPTOR.full_name == "ChakraProtoMsg.Node"
+
+
+def test_a_value_outside_int32_is_an_export_error():
+    s = loads(_two_ranks(_step(0)))          # the loader refuses such a channel; a model built
+    s.gpus[0].tbs[0].chan = 3_000_000_000    # in memory may hold one
+    with pytest.raises(ExportError, match="int32"):
+        export(s, "x", nbytes=1024)
+
+
+def test_comm_size_past_int64_is_an_export_error():
+    with pytest.raises(ExportError, match="int64"):
+        export(loads(_two_ranks(_step(0))), "x", nbytes=1 << 70)
+
+
+def test_a_schedule_without_gpus_is_an_export_error():
+    with pytest.raises(ExportError, match="no <gpu>"):
+        export(loads(HEAD + "</algo>\n"), "x", nbytes=1024)

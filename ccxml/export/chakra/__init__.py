@@ -65,6 +65,8 @@ def export(schedule: Schedule, out: str, *, nbytes: int, source_text: str = "", 
     Raises :class:`ExportError` for a schedule that has no consistent trace, MissingProtobuf
     (an ImportError) without ``protobuf``."""
     m = messages()
+    if not schedule.gpus:
+        raise ExportError("the schedule has no <gpu>")
     C = schedule.nchunksperloop
     if C <= 0:
         raise ExportError(f"nchunksperloop must be > 0 to size chunks, got {C}")
@@ -126,9 +128,14 @@ def rank_nodes(gpu, chunk: float, m=None) -> list:
             prev = None
             for kind, nid in zip(PARTS[st.type], ids[i]):
                 # attributes as dicts in the constructor: 1.7x faster than messages appended
-                nodes.append(Node(id=nid, type=_TYPE[kind], name=f"{_NAME[kind]}_tb{tb_id}_step{i}",
-                                  data_deps=list(dict.fromkeys(deps)) if prev is None else [prev],
-                                  attr=() if kind == "C" else _comm_attrs(kind, tb, st, total, chunk)))
+                try:
+                    node = Node(id=nid, type=_TYPE[kind], name=f"{_NAME[kind]}_tb{tb_id}_step{i}",
+                                data_deps=list(dict.fromkeys(deps)) if prev is None else [prev],
+                                attr=() if kind == "C" else _comm_attrs(kind, tb, st, total, chunk))
+                except ValueError as e:         # an attribute outside int32 (int64 for comm_size)
+                    raise ExportError(f"gpu {gpu.id} tb {tb_id} step {i}: {e} (Chakra's attributes are "
+                                      f"int32, comm_size int64)") from None
+                nodes.append(node)
                 prev = nid
     _check_acyclic(gpu.id, nodes)
     return nodes
