@@ -21,6 +21,7 @@ COMMANDS = {
     "simulate": ("ccxml.cli.simulate", "simulate", "Estimate a schedule's time (alpha-beta-gamma)."),
     "select": ("ccxml.cli.simulate", "select", "Rank algorithms for a collective by simulated time."),
     "show": ("ccxml.cli.show", "show", "Draw a schedule's simulated timeline (HTML page or SVG)."),
+    "export": ("ccxml.cli.export", "export", "Write a schedule as another format (Chakra traces, MSCCL XML)."),
     "tune": ("ccxml.cli.tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
     "topology": ("ccxml.cli.topology", "topology", "Show the topology model (presets, files)."),
     "mscclang": ("ccxml.cli.mscclang", "mscclang", "Compile an msccl-tools (MSCCLang) script, unchanged."),

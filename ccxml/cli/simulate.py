@@ -32,8 +32,20 @@ def _schedule_from_text(text: str):
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
                        topology=None, target: str = "exec", opts: dict[str, str] | None = None,
                        **options):
-    """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule
-    (``algorithm`` may name a variant, ``NAME:VARIANT``, as :meth:`Registry.entries` lists them).
+    """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule:
+    :func:`compiled_algorithm`, written for ``target`` and read back by the loader."""
+    from ccxml.writer.msccl import to_xml
+    algo = compiled_algorithm(algorithm, coll, ranks, root=root, topology=topology, target=target,
+                              opts=opts, **options)
+    return _schedule_from_text(to_xml(algo, target))
+
+
+def compiled_algorithm(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
+                       topology=None, target: str = "exec", opts: dict[str, str] | None = None,
+                       **options):
+    """Build ``algorithm``'s ``coll`` for ``ranks`` ranks and compile it for ``target``: the
+    compiled Algo (``algorithm`` may name a variant, ``NAME:VARIANT``, as
+    :meth:`Registry.entries` lists them).
 
     The topology is handed to builders that take one (``topology``, ``groups`` or
     ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
@@ -43,7 +55,6 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     """
     from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
-    from ccxml.writer.msccl import to_xml
     algorithm, variant = registry.entry(algorithm)
     alg = registry.get(algorithm)
     c = Coll(coll)
@@ -54,8 +65,7 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
         kwargs.update(alg.parse_options(c, opts))
     prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs,
                           **variant)
-    algo = prog.compile(target)
-    return _schedule_from_text(to_xml(algo, target))
+    return prog.compile(target)
 
 
 def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *,
