@@ -13,6 +13,7 @@ import os
 
 import click
 
+from ccxml.cli.options import OUTPUT
 from ccxml.vocab.wire import PROFILES, Coll
 
 
@@ -41,7 +42,7 @@ def _load_counts(path: str):
               help="alltoallv: CSV matrix of chunk counts M[i][j] sent from rank i to rank j.")
 @click.option("--strict", is_flag=True,
               help="Fail a file on any warning too (a dependency released late, no postcondition verdict, ...).")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--junit", "junit_path", type=OUTPUT, default=None,
               help="Also write a JUnit XML report to this file: one test case per file, for CI dashboards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full reports as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
