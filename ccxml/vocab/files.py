@@ -35,7 +35,6 @@ import re
 import signal
 import stat
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 
@@ -171,6 +170,7 @@ def open_output(path: str | os.PathLike, *, binary: bool = False) -> Iterator:
             with open(path, "wb" if binary else "w", **_text_args(binary)) as f:
                 yield f
             return
+        import tempfile
         folder = os.path.dirname(os.path.abspath(where))
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
@@ -295,29 +295,44 @@ def input_problem(path: str | os.PathLike) -> str | None:
 
 @contextlib.contextmanager
 def exclusive_lock(lock_path: str | os.PathLike) -> Iterator[int | None]:
-    """Hold an exclusive ``flock`` on ``lock_path`` (created if need be; left in place, since
-    removing a lock file races with the next locker) for the block; the file holds this
-    process's pid while it is held. Yields None when the lock was taken; when another process
-    holds it, yields that process's pid (or 0 when it has not written it yet) without waiting —
-    the caller refuses to go on."""
-    fd = os.open(os.fspath(lock_path), os.O_RDWR | os.O_CREAT, 0o666)
-    try:
+    """Hold an exclusive ``flock`` on ``lock_path`` for the block, without waiting: yields None
+    when this process holds it, or the pid of the process that does (0 when that process has not
+    written it yet), and the caller refuses to go on.
+
+    The file holds the holder's pid and is removed when the block ends (while still locked). A
+    locker checks, once it holds the lock, that the path still names the file it locked, and
+    starts again if not: so the removal cannot let two processes hold two different files
+    (the protocol of e.g. Debian's ``lockfile-progs`` and ``flock(1)`` users)."""
+    path = os.fspath(lock_path)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            try:
+                text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            finally:
+                os.close(fd)
             yield int(text) if text.isdigit() else 0
             return
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)                # removed or replaced by the holder before us: try again
+    try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        try:
-            yield None
-        finally:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield None
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(fd)                # releases the lock
 
 
 # ---- text from a file -----------------------------------------------------------------------
