@@ -16,6 +16,7 @@ import click
 
 from ccxml.cli.options import OUTPUT, cannot_write, opt_option, read_opts
 from ccxml.cli.topology import ranks_of, resolve, topology_options
+from ccxml.vocab.files import file_text
 from ccxml.vocab.wire import Coll
 
 COLL_NAMES = [c.value for c in Coll]
@@ -187,12 +188,14 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
     """TARGET (an MSCCL XML file, or an algorithm name built in memory for every size, §6, with
     its own options ``opts``) and the topology the options give; click errors (exit 2, one line)
     on bad input."""
-    is_file = os.path.exists(target) or target.lower().endswith(".xml")
+    is_file = os.path.lexists(target) or target.lower().endswith(".xml")
     if is_file and opts:
         raise click.UsageError("--opt goes with an algorithm name, not a file")
     if is_file:
-        if not os.path.isfile(target):
-            _fail(f"no such file: {target}")
+        from ccxml.vocab.files import input_problem
+        problem = input_problem(target)     # a directory, device, FIFO, loop: said, never read
+        if problem:
+            _fail(problem)
         from ccxml.loader.reader import load
         try:
             schedule = load(target)
@@ -272,7 +275,7 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     if as_json:
         busiest = last.busiest_link
         doc = {
-            "schedule": {"name": schedule.name, "source": target, "coll": schedule.coll,
+            "schedule": {"name": file_text(schedule.name), "source": target, "coll": schedule.coll,
                          "ngpus": schedule.ngpus, "nchunksperloop": schedule.nchunksperloop,
                          "proto": schedule.proto},
             "topology": topo.to_dict(),

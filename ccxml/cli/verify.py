@@ -30,7 +30,7 @@ def _load_counts(path: str):
 
 
 @click.command("verify")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True)
 @click.option("--target", type=click.Choice(sorted(PROFILES)), default="exec", show_default=True,
               help="Runtime whose loader rules apply.")
 @click.option("--coll", type=click.Choice([c.value for c in Coll]), default=None,
@@ -83,8 +83,10 @@ def verify(files, target, coll, root, inplace, counts_path, strict, junit_path, 
 def _verify_one(run_verify, path: str, **options):
     """The Report for ``path``, or an Unusable when the file cannot be read or parsed."""
     from ccxml.interpreter.junit import Unusable
-    if not os.path.isfile(path):
-        return Unusable(path, f"{path}: no such file")
+    from ccxml.vocab.files import input_problem
+    problem = input_problem(path)       # a directory, device, FIFO, loop: said, never read
+    if problem:
+        return Unusable(path, problem)
     try:
         return run_verify(path, **options)
     except OSError as e:

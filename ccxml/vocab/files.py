@@ -348,6 +348,12 @@ def file_text(value: str) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def shown_path(path: str) -> str:
+    """A path as text that can be written anywhere: bytes of a file name that are not UTF-8
+    (which Python holds as lone surrogates, and no UTF-8 writer accepts) become U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def names_stdout(path: str | os.PathLike) -> bool:
     """Whether writing ``path`` writes this process's standard output (``-``, /dev/stdout,
     /dev/fd/1, or the very file or pipe it is): a command then says what it wrote on stderr."""
