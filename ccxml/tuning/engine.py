@@ -28,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -582,23 +581,28 @@ def write_algo_dir(result: TuneResult, directory: str | os.PathLike) -> str:
     os.makedirs(parent, exist_ok=True)
     from ccxml.writer.files import current_umask, write_atomic
     mode = 0o777 & ~current_umask()
-    staging = tempfile.mkdtemp(prefix=f".{name}.ccxml-new-", dir=parent)
+    # names chosen before anything is made, so that the cleanup below knows them whenever an
+    # exception (or SIGTERM, see directory_lock) lands
+    staging = os.path.join(parent, f".{name}.ccxml-new-{os.urandom(4).hex()}")
+    old = None
     try:
+        os.mkdir(staging, 0o700)
         os.chmod(staging, mode)
         for f in result.files:
             _write_new(os.path.join(staging, f.name), f.text)
         if os.path.exists(d):
-            old = tempfile.mkdtemp(prefix=f".{name}.ccxml-old-", dir=parent)
-            os.rename(d, old)               # replaces the empty placeholder
-            try:
-                os.rename(staging, d)
-            except BaseException:
-                os.rename(old, d)
-                raise
+            old = os.path.join(parent, f".{name}.ccxml-old-{os.urandom(4).hex()}")
+            os.rename(d, old)
+            os.rename(staging, d)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(staging, d)
     except BaseException:
+        if old is not None and os.path.lexists(old):
+            if os.path.lexists(d):          # the new directory is in: the old one goes
+                shutil.rmtree(old, ignore_errors=True)
+            else:                           # stopped between the two renames: put it back
+                os.rename(old, d)
         shutil.rmtree(staging, ignore_errors=True)
         raise
     mpath = manifest_path(given)

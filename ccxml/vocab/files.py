@@ -170,18 +170,28 @@ def open_output(path: str | os.PathLike, *, binary: bool = False) -> Iterator:
             with open(path, "wb" if binary else "w", **_text_args(binary)) as f:
                 yield f
             return
-        import tempfile
         folder = os.path.dirname(os.path.abspath(where))
         os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
+        tmp = None
         try:
+            # the name is chosen before the file is made, so that a signal that lands between
+            # its making and the return (where tempfile.mkstemp would leave an unknown name)
+            # still finds it to remove
+            while True:
+                tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.urandom(4).hex()}{TEMP_SUFFIX}")
+                try:
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+                    break
+                except FileExistsError:
+                    tmp = None
             with os.fdopen(fd, "wb" if binary else "w", **_text_args(binary)) as f:
                 yield f
             _same_metadata(tmp, st)
             os.replace(tmp, where)
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
             raise
 
 

@@ -378,3 +378,42 @@ def test_a_fifo_input_is_refused_at_once_not_read(tmp_path, command):
 def test_temp_prefix_is_what_the_docs_say():
     assert TEMP_PREFIX == ".ccxml-"
     assert ".ccxml-XXXXXXXX.tmp" in (REPO / "docs" / "output-files.md").read_text()
+
+
+#: ``ccxml ARGS`` whose tune writes each file of its staging directory slowly
+SLOW_TUNE = """
+import sys, time
+import ccxml.tuning.engine as e
+real = e._write_new
+def slow(path, text):
+    real(path, text)
+    time.sleep(1.0)
+e._write_new = slow
+sys.argv[0] = "ccxml"
+from ccxml.cli.app import run
+run()
+"""
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_sigterm_mid_tune_leaves_the_directory_as_it_was_and_nothing_beside_it(tmp_path, existing):
+    out = tmp_path / "algos"
+    if existing:
+        code, _, err = ccxml(*TUNE, "-o", out)
+        assert code == 0, err
+    before = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    p = subprocess.Popen([sys.executable, "-c", SLOW_TUNE, *TUNE, "-a", "ring,rhd", "-o", str(out)],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: any(n.startswith(".algos.ccxml-new-") for n in os.listdir(tmp_path))
+                 or p.poll() is not None, 120, "the staging directory")
+        assert p.poll() is None, p.communicate()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + signal.SIGTERM
+    assert one_line(err) == "ccxml: SIGTERM while writing: stopped, no partial file left"
+    assert {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()} == before
+    assert sorted(os.listdir(tmp_path)) == (["algos", "algos.manifest.json"] if existing else [])
