@@ -62,7 +62,8 @@ def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, a
         write_atomic(output, text)
     except OSError as e:
         _fail(cannot_write(output, e))
-    click.echo(f"wrote {output}: {tg.label}, {result.nranks} ranks, {len(view.rows)} thread blocks, "
+    from ccxml.vocab.files import shown_path
+    click.echo(f"wrote {shown_path(output)}: {view.label}, {result.nranks} ranks, {len(view.rows)} thread blocks, "
                f"{len(view.steps)} steps, {result.time_s * 1e6:.2f} us at {format_size(n)} "
                f"({topo.describe()}), {len(text.encode('utf-8'))} bytes")
     for note in view.notes:

@@ -417,3 +417,15 @@ def test_sigterm_mid_tune_leaves_the_directory_as_it_was_and_nothing_beside_it(t
     assert one_line(err) == "ccxml: SIGTERM while writing: stopped, no partial file left"
     assert {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()} == before
     assert sorted(os.listdir(tmp_path)) == (["algos", "algos.manifest.json"] if existing else [])
+
+
+def test_run_of_a_file_with_a_gpu_id_twice_names_the_file(tmp_path):
+    from mpirun import ccxml_run
+    src = tmp_path / "ring.xml"
+    code, _, err = ccxml("generate", "ring", "--ranks", "2", "-q", "-o", src)
+    assert code == 0, err
+    dup = tmp_path / "dup.xml"
+    dup.write_text(src.read_text().replace('<gpu id="1"', '<gpu id="0"'))
+    r = ccxml_run(2, dup, "--bytes", "1K", timeout=120)
+    assert r.code == 2
+    assert one_line(r.err) == f"ccxml: {dup}: a gpu id appears twice"
