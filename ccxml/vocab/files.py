@@ -81,7 +81,8 @@ class Terminated(BaseException):
 def signals_raise(signums: Iterable[int] = CLEANUP_SIGNALS) -> Iterator[None]:
     """While the block runs, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread
     (once: a second signal during the cleanup is ignored, so that the cleanup finishes); the
-    previous handlers come back afterwards. Elsewhere than in the main thread it does nothing
+    previous handlers come back afterwards. A signal the process ignores (``nohup``) stays
+    ignored. Elsewhere than in the main thread it does nothing
     (Python runs signal handlers there only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -97,6 +98,8 @@ def signals_raise(signums: Iterable[int] = CLEANUP_SIGNALS) -> Iterator[None]:
     previous = {}
     try:
         for s in signums:
+            if signal.getsignal(s) is signal.SIG_IGN:     # nohup, or a parent that ignores it
+                continue
             previous[s] = signal.signal(s, handler)
         yield
     finally:

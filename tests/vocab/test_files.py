@@ -102,3 +102,17 @@ def test_file_text_reads_the_loaders_bytes_as_utf8():
     assert file_text("caf\xe9") == "caf\ufffd"                # a latin-1 byte is not UTF-8
     assert file_text("ring_allreduce") == "ring_allreduce"
     assert file_text("☕") == "☕"                              # text built in memory stays
+
+
+def test_an_ignored_signal_stays_ignored_during_a_write(tmp_path):
+    import signal
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)          # as under nohup
+    try:
+        with open_output(tmp_path / "a.txt") as f:
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+            os.kill(os.getpid(), signal.SIGHUP)                  # nothing happens
+            f.write("done\n")
+    finally:
+        signal.signal(signal.SIGHUP, old)
+    assert (tmp_path / "a.txt").read_text() == "done\n"
