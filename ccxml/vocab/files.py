@@ -204,7 +204,8 @@ def _text_args(binary: bool) -> dict:
 
 def _same_metadata(tmp: str, st: os.stat_result | None) -> None:
     """Give the temporary file the permission bits of the file it replaces (a new file: 0666 &
-    ~umask, as open() makes it; mkstemp makes 0600), and its owner and group where allowed."""
+    ~umask, as open() makes it; the temporary file is made 0600), and its owner and group where
+    allowed."""
     if st is None:
         os.chmod(tmp, 0o666 & ~current_umask())
         return
