@@ -13,6 +13,8 @@ import warnings
 
 import click
 
+from ccxml.vocab.files import Terminated
+
 # command name -> (module, attribute, one-line help)
 COMMANDS = {
     "generate": ("ccxml.cli.generate", "generate", "Generate an algorithm's MSCCL XML."),
@@ -54,7 +56,8 @@ class LazyGroup(click.Group):
     """The ``ccxml`` group: commands are imported when run, and run as a program (click's
     standalone mode) a usage error or ClickException is one line ``ccxml: ...`` on stderr and
     exit code 2 (printed by rank 0 only under ``mpiexec ... ccxml run``), never click's usage
-    block or a traceback; an abort exits 130."""
+    block or a traceback; an abort exits 130, SIGTERM or SIGHUP during a write 128 + its number
+    (:func:`ccxml.vocab.files.signals_raise`)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         from ccxml.vocab.errors import PluginWarning
@@ -76,6 +79,9 @@ class LazyGroup(click.Group):
                 sys.exit(0)
             click.echo(f"ccxml: {e.format_message()}", err=True)
             sys.exit(2)
+        except Terminated as e:     # SIGTERM/SIGHUP during a write: its temporary file is gone
+            click.echo(f"ccxml: {e.name} while writing: stopped, no partial file left", err=True)
+            sys.exit(e.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx):
