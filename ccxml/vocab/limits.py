@@ -43,9 +43,15 @@ MIN_SWEEP_FACTOR = 1.001
 #: a growing file cannot exhaust memory
 MAX_TOPOLOGY_BYTES = 4 * 1024 * 1024
 #: most GPUs a topology may describe (all nodes together)
-MAX_TOPOLOGY_GPUS = MAX_RANKS
+MAX_TOPOLOGY_GPUS = 4096
 #: most nodes (servers) a topology may describe
-MAX_TOPOLOGY_NODES = 1024
+MAX_TOPOLOGY_NODES = 512
+#: most GPUs in one node (server) of a ``[network]`` or NCCL XML topology (its links may join
+#: every pair: 128 GPUs are 8,128 links)
+MAX_NODE_GPUS = 128
+#: a ``[network]`` topology's GPUs per node × GPUs in all: the routes its cut bounds take (about
+#: 7 s at the limit: 512 nodes of 8 GPUs, or 2 nodes of 128 GPUs joined pair by pair)
+MAX_ROUTE_PAIRS = 32768
 #: deepest nesting of tables/arrays (TOML, JSON) or elements (NCCL XML) in a topology file
 MAX_TOPOLOGY_DEPTH = 32
 #: most digits in a number of a topology file
