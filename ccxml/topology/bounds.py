@@ -38,7 +38,6 @@ between the ranks uses.
 from __future__ import annotations
 
 import functools
-
 import math
 from dataclasses import dataclass
 
