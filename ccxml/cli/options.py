@@ -39,3 +39,19 @@ def read_opts(texts) -> dict[str, str]:
             raise click.UsageError(f"--opt {key} is given twice")
         out[key] = value
     return out
+
+
+class Refused(click.ClickException):
+    """A schedule the command will not use because it is wrong (it fails ``verify``): the
+    command line prints one line ``ccxml: ...`` and exits 1, as ``verify`` does for it."""
+
+    exit_code = 1
+
+
+UNVERIFIED_HELP = ("Use the schedule even if it fails verification (the output says so); "
+                   "without it a schedule that ccxml verify rejects is refused (exit 1).")
+
+
+def unverified_option(f):
+    """Add ``--unverified`` (the ``unverified`` parameter) to a command."""
+    return click.option("--unverified", is_flag=True, help=UNVERIFIED_HELP)(f)

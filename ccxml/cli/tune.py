@@ -108,6 +108,8 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
         topo.check_ranks(ranks)
     except TopologyError as e:
         raise click.ClickException(str(e)) from None
+    from ccxml.cli.simulate import refuse_free_model
+    refuse_free_model(topo)
     for note in topo_notes:
         click.echo(f"note: {note}", err=True)
     cfg = TuneConfig(ranks=ranks, topology=topo, colls=_colls(colls), target=target, min_bytes=lo,

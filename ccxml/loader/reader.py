@@ -186,7 +186,11 @@ def load(path: str | os.PathLike, *, mapped: bool = False, fast: bool = True) ->
             if mapped and size:
                 data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             else:
-                data = fh.read(MAX_FILE_BYTES + 1)
+                try:
+                    data = limits.read_capped_from(fh, MAX_FILE_BYTES, "file")
+                except ValueError:        # a device or a growing file: more than the cap
+                    raise LoadError(p, None, f"file is larger than {MAX_FILE_BYTES} bytes (the "
+                                    "limit)") from None
     except OSError as exc:
         raise LoadError(p, None, f"cannot read: {exc.strerror or exc}") from None
     return loads(data, p, fast=fast)

@@ -67,9 +67,22 @@ MAX_COUNT_CHUNKS = MAX_CHUNKS
 def read_capped(path: str, cap: int, what: str = "file") -> bytes:
     """The bytes of ``path``, reading at most ``cap + 1`` of them: a ValueError (one line) when
     there are more (a device such as /dev/zero, a huge or growing file), OSError as ``open``
-    raises it."""
+    raises it. Read in blocks, so that memory follows what the file holds, not the cap
+    (``read(cap + 1)`` reserves the whole cap at once)."""
     with open(path, "rb") as fh:
-        data = fh.read(cap + 1)
-    if len(data) > cap:
-        raise ValueError(f"{path}: {what} is larger than {cap} bytes (the limit)")
-    return data
+        return read_capped_from(fh, cap, f"{path}: {what}")
+
+
+def read_capped_from(fh, cap: int, what: str) -> bytes:
+    """:func:`read_capped` of an open binary file ``fh``; ``what`` starts the error message."""
+    parts: list[bytes] = []
+    got = 0
+    while got <= cap:
+        block = fh.read(min(1 << 20, cap + 1 - got))
+        if not block:
+            break
+        parts.append(block)
+        got += len(block)
+    if got > cap:
+        raise ValueError(f"{what} is larger than {cap} bytes (the limit)")
+    return b"".join(parts)
