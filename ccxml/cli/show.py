@@ -11,8 +11,15 @@ import os
 import click
 
 from ccxml.cli.options import unverified_option
-from ccxml.cli.simulate import (_fail, _sizes, _window_warning, flat_options, load_target,
-                                refuse_free_model, target_options)
+from ccxml.cli.simulate import (
+    _fail,
+    _sizes,
+    _window_warning,
+    flat_options,
+    load_target,
+    refuse_free_model,
+    target_options,
+)
 from ccxml.cli.topology import topology_options
 
 #: what -o's extension asks for
