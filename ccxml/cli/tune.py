@@ -116,6 +116,11 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
                      max_bytes=hi, factor=factor, algorithms=_algorithms(algorithms),
                      forms=("outofplace", "inplace") if forms == "both" else (forms,),
                      root=root, channels=channels)
+    from ccxml.vocab.errors import SizeError
+    try:
+        cfg.sample_sizes()                           # a sweep over the limits: one line, now
+    except SizeError as e:
+        raise click.UsageError(str(e)) from None
     try:
         check_directory(output)                      # fail before the work, not after
         jobs = len(cfg.colls) * len(cfg.forms)

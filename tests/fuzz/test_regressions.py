@@ -300,3 +300,8 @@ def test_memory_estimate_follows_the_measured_rule():
     n = 64 << 20
     assert memory_estimate(session, n, False) == 8 * n + MEMORY_BASE
     assert memory_estimate(session, n, True) == 10 * n + MEMORY_BASE
+
+
+def test_tune_sweep_factor_near_one_is_one_line_before_any_work(tmp_path):
+    code, out, err = check("tune", "--ranks", "4", "--factor", "1.0000001", "-o", tmp_path / "d")
+    assert code == 2 and "factor" in err and not (tmp_path / "d").exists()
