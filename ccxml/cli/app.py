@@ -74,11 +74,15 @@ class LazyGroup(click.Group):
         except click.exceptions.Abort:
             click.echo("ccxml: aborted", err=True)
             sys.exit(130)
+        except MemoryError:         # the limits (docs/limits.md) keep inputs from getting here
+            click.echo("ccxml: out of memory", err=True)
+            sys.exit(2)
         except click.ClickException as e:          # UsageError included
             if _secondary_rank(sys.argv[1:] if args is None else list(args)):
                 sys.exit(0)
             click.echo(f"ccxml: {e.format_message()}", err=True)
-            sys.exit(2)
+            from ccxml.cli.options import Refused
+            sys.exit(1 if isinstance(e, Refused) else 2)     # a wrong schedule: as verify
         except Terminated as e:     # SIGTERM/SIGHUP during a write: its temporary file is gone
             click.echo(f"ccxml: {e.name} while writing: stopped, no partial file left", err=True)
             sys.exit(e.exit_code)

@@ -161,10 +161,9 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
     matrix = None
     if counts is not None:
-        from ccxml.vocab.collectives import parse_counts
+        from ccxml.vocab.collectives import read_counts
         try:
-            with open(counts, encoding="utf-8") as f:
-                matrix = parse_counts(f.read())
+            matrix = read_counts(counts)
         except OSError as e:
             _fail(f"cannot read --counts {counts}: {e.strerror}")
         except ValueError as e:

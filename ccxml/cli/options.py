@@ -63,3 +63,19 @@ def cannot_write(path: str, e: BaseException) -> str:
     """The line for a write that failed: ``cannot write PATH: reason``."""
     reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
     return f"cannot write {path}: {reason}"
+
+
+class Refused(click.ClickException):
+    """A schedule the command will not use because it is wrong (it fails ``verify``): the
+    command line prints one line ``ccxml: ...`` and exits 1, as ``verify`` does for it."""
+
+    exit_code = 1
+
+
+UNVERIFIED_HELP = ("Use the schedule even if it fails verification (the output says so); "
+                   "without it a schedule that ccxml verify rejects is refused (exit 1).")
+
+
+def unverified_option(f):
+    """Add ``--unverified`` (the ``unverified`` parameter) to a command."""
+    return click.option("--unverified", is_flag=True, help=UNVERIFIED_HELP)(f)

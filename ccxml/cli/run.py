@@ -39,6 +39,62 @@ def launch_rank() -> int | None:
 ABORT_GRACE = 0.2
 
 
+def _finite_timeout(value: float) -> float:
+    """--timeout is a finite number of seconds > 0 (nan or inf would disable hang detection)."""
+    import math
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value!r} is not a finite number of seconds", param_hint="'--timeout'")
+    return value
+
+
+#: ``ccxml run``'s memory rule (docs/limits.md): a rank needs about
+#: MEMORY_FACTOR × (its schedule buffers + its input + its output) bytes (CHECK_MEMORY_FACTOR
+#: with --check) + MEMORY_BASE; the ranks of one host together must fit in its MemAvailable.
+#: Measured (mpiexec -n 2, ring allreduce, 64M and 256M, maximum RSS less the 58 MB of a 1K run):
+#: 6.0x the message size, 9.0x with --check; the rule gives 8x and 10x.
+MEMORY_FACTOR = 2.0
+CHECK_MEMORY_FACTOR = 2.5
+MEMORY_BASE = 64 << 20
+
+
+def memory_estimate(session, nbytes: int, check: bool) -> int:
+    """Bytes one rank of ``session`` needs to run at ``nbytes`` (see MEMORY_FACTOR)."""
+    from ccxml.executor.data import chunk_elems
+    c = session.collective
+    ce = chunk_elems(c, nbytes, session.dtype)
+    item = session.dtype.itemsize
+    held = (session.plan.nchunks + c.input_chunks(session.rank) + c.output_chunks(session.rank)) * ce * item
+    return int(held * (CHECK_MEMORY_FACTOR if check else MEMORY_FACTOR)) + MEMORY_BASE
+
+
+def mem_available() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where there is none)."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f.read(1 << 16).decode("ascii", "replace").splitlines():
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _memory_error(MPI, session, sizes, check) -> str | None:
+    """Why the largest size will not fit in this host's available memory, or None."""
+    from ccxml.vocab.sizes import format_size
+    avail = mem_available()
+    local = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
+    if avail is None:
+        return None
+    top = max(sizes)
+    need = memory_estimate(session, top, check) * local
+    if need <= avail:
+        return None
+    return (f"size {format_size(top)} needs about {need >> 20} MiB on this host ({local} rank(s) x "
+            f"{memory_estimate(session, top, check) >> 20} MiB) but {avail >> 20} MiB are available: "
+            f"give a smaller size")
+
+
 class _Stop(Exception):
     """End the command on every rank with ``code``; rank 0 prints ``message``."""
 
@@ -63,6 +119,7 @@ class _Stop(Exception):
               help="Compare each size's result with MPI's own collective on the same input; exit 1 on "
                    "a mismatch, naming the rank and the output chunk.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              callback=lambda ctx, param, v: _finite_timeout(v),
               help="Seconds without progress after which a run counts as hung: every rank stops and "
                    "rank 0 says what each blocked thread block waits for.")
 @click.option("--inplace/--outofplace", "inplace", default=None,
@@ -152,7 +209,7 @@ def _load(path, nprocs, max_tag, inplace, root, counts_path):
     from ccxml.executor.plan import lower_for_run
     from ccxml.interpreter import call_forms, collective_for
     from ccxml.loader.reader import load
-    from ccxml.vocab.collectives import parse_counts
+    from ccxml.vocab.collectives import read_counts
     from ccxml.vocab.errors import ExecutionError
     if not os.path.isfile(path):
         raise ExecutionError(f"{path}: no such file")
@@ -162,8 +219,10 @@ def _load(path, nprocs, max_tag, inplace, root, counts_path):
                              f"start it with mpiexec -n {schedule.ngpus} ccxml run {path}")
     counts = None
     if counts_path is not None:
-        with open(counts_path, encoding="utf-8") as f:
-            counts = parse_counts(f.read())
+        try:
+            counts = read_counts(counts_path)
+        except ValueError as e:
+            raise ExecutionError(f"--counts {counts_path}: {e}") from None
     collective, why_not = collective_for(schedule, root=root, counts=counts)
     if collective is None:
         raise ExecutionError(f"{path}: {why_not.split(';')[0]}; nothing to run it against")
@@ -189,6 +248,7 @@ def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, 
                 click.echo(f"  {f}", err=True)
         _finish(MPI, 1)
     session = Session(MPI, prog, collective, dtype, timeout)
+    _agree(world, _memory_error(MPI, session, sizes, check), 2)     # before any buffer is made
     ref_name = MPI_NAMES[collective.coll]
     out = (lambda *a, **k: None) if rank else click.echo
     out(_header(path, schedule, collective, form, session, iters, warmup, check, ref_name,

@@ -10,8 +10,16 @@ import os
 
 import click
 
-from ccxml.cli.options import OUTPUT, cannot_write
-from ccxml.cli.simulate import _fail, _sizes, _window_warning, flat_options, load_target, target_options
+from ccxml.cli.options import OUTPUT, cannot_write, unverified_option
+from ccxml.cli.simulate import (
+    _fail,
+    _sizes,
+    _window_warning,
+    flat_options,
+    load_target,
+    refuse_free_model,
+    target_options,
+)
 from ccxml.cli.topology import topology_options
 
 #: what -o's extension asks for
@@ -27,7 +35,9 @@ DEFAULT_BYTES = "1M"
 @flat_options
 @click.option("-o", "--output", type=OUTPUT, required=True,
               help="OUT.html (one self-contained interactive page) or OUT.svg (a static picture).")
-def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, alpha, beta, gamma, output):
+@unverified_option
+def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, alpha, beta, gamma, output,
+         unverified=False):
     """Draw how TARGET (an MSCCL XML file or an algorithm name) runs: one row per (rank, thread
     block), each step a bar coloured by its kind, the critical path, the links' utilisation.
 
@@ -46,12 +56,14 @@ def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, a
         raise click.UsageError(f"-o {output}: use a .html or .svg file name")
     sizes = _sizes(nbytes, None, None, 2.0)
     tg = load_target(target, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
-                     preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma, command="show")
+                     preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma, command="show",
+                     unverified=unverified)
     schedule, topo, n = tg.schedule, tg.topology, sizes[0]
     try:
         result = simulate_schedule(schedule, n, topo, record=True)
     except (SimulationError, TopologyError) as e:
         _fail(f"{tg.label}: {e}")
+    refuse_free_model(topo)
     notes = list(tg.notes)
     w = _window_warning(schedule, sizes) if tg.is_file else None
     if w:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import click
 
-from ccxml.cli.options import OUTPUT, cannot_write, opt_option, read_opts
+from ccxml.cli.options import OUTPUT, Refused, cannot_write, opt_option, read_opts, unverified_option
 from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.vocab.files import file_text
 from ccxml.vocab.wire import Coll
@@ -192,12 +192,58 @@ class Target:
         return self.schedules[-1]
 
 
+UNVERIFIED_NOTE = "not verified (--unverified): the figures are those of a schedule that may be wrong"
+
+
+def verification_failure(schedule) -> str | None:
+    """The first reason ``ccxml verify`` (target exec, every call form the file declares) fails
+    ``schedule``, or None when it passes (warnings pass, as in ``verify`` without --strict)."""
+    from ccxml.interpreter import verify
+    try:
+        rep = verify(schedule)
+    except ValueError as e:               # NotExecutable and friends: it cannot be run at all
+        return str(e).splitlines()[0]
+    fails = rep.failures(False)
+    return str(fails[0]) if fails else None
+
+
+def refuse_free_model(topo) -> None:
+    """A usage error (exit 2, one line) for a dedicated-link model in which transfers cost
+    nothing (alpha = beta = 0 on every level): it would time every schedule at 0 s, and
+    bandwidths and ratios would divide by zero."""
+    if topo.is_network:
+        return
+    levels = [topo.intra] + ([topo.inter] if topo.inter is not None else [])
+    if all(lv.alpha == 0 and lv.beta == 0 for lv in levels):
+        raise click.UsageError("a cost model with alpha = beta = 0 makes every transfer free and "
+                               "every time 0 s: give --alpha or --beta > 0 (or a --preset)")
+
+
+def check_verified(schedules, label: str, unverified: bool, command: str) -> list[str]:
+    """Refuse (exit 1, one line) a schedule that fails verification, unless ``unverified``:
+    then the notes say it was not verified. Returns the notes to print."""
+    if unverified:
+        return [UNVERIFIED_NOTE]
+    seen: set = set()
+    for sch in schedules:
+        if id(sch) in seen:
+            continue
+        seen.add(id(sch))
+        why = verification_failure(sch)
+        if why:
+            raise Refused(f"{label} fails verification: {why} (ccxml verify says why; "
+                          f"{command} --unverified uses it anyway)")
+    return []
+
+
 def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=None, topology_file=None,
                 preset=None, nodes=None, gpu=None, alpha=None, beta=None, gamma=None,
-                command: str = "simulate", opts: dict[str, str] | None = None) -> Target:
+                command: str = "simulate", opts: dict[str, str] | None = None,
+                unverified: bool = False) -> Target:
     """TARGET (an MSCCL XML file, or an algorithm name built in memory for every size, §6, with
     its own options ``opts``) and the topology the options give; click errors (exit 2, one line)
-    on bad input."""
+    on bad input. A schedule that fails verification is refused (exit 1) unless ``unverified``,
+    and then the notes say so."""
     is_file = os.path.lexists(target) or target.lower().endswith(".xml")
     if is_file and opts:
         raise click.UsageError("--opt goes with an algorithm name, not a file")
@@ -217,7 +263,9 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
             raise click.UsageError(f"--coll {coll} does not match the file's coll={schedule.coll}")
         topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma,
                               schedule=schedule)
-        return Target([schedule] * len(sizes), os.path.basename(target), topo, notes, True)
+        label = os.path.basename(target)
+        notes = check_verified([schedule], label, unverified, command) + notes
+        return Target([schedule] * len(sizes), label, topo, notes, True)
     topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
     if coll is None or (ranks is None and topo.nranks is None):
         raise click.UsageError(f"{target!r} is not a file; to {command} an algorithm give "
@@ -228,7 +276,9 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
         schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts)
     except ValueError as e:
         _fail(str(e))
-    return Target(schedules, f"{target} {coll}", topo, notes, False)
+    label = f"{target} {coll}"
+    notes = check_verified(schedules, label, unverified, command) + notes
+    return Target(schedules, label, topo, notes, False)
 
 
 # ---- ccxml simulate ---------------------------------------------------------------------------
@@ -248,8 +298,9 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--plot", type=OUTPUT, default=None, help="Write busbw vs size to OUT.png or OUT.svg.")
 @opt_option
+@unverified_option
 def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, topology_file,
-             preset, nodes, gpu, alpha, beta, gamma, nlinks, as_json, plot, opts=()):
+             preset, nodes, gpu, alpha, beta, gamma, nlinks, as_json, plot, opts=(), unverified=False):
     """Estimate how long TARGET (an MSCCL XML file or an algorithm name) takes.
 
     On a preset or a network topology (--preset, a [network] file, NCCL topology XML) every
@@ -265,7 +316,7 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     sizes = _sizes(nbytes, minbytes, maxbytes, stepfactor)
     tg = load_target(target, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
                      preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma,
-                     opts=read_opts(opts))
+                     opts=read_opts(opts), unverified=unverified)
     schedules, schedule, label, topo, notes, is_file = (tg.schedules, tg.schedule, tg.label, tg.topology,
                                                         tg.notes, tg.is_file)
     try:
@@ -275,6 +326,7 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
         bounds = [busbw_bound(topo, schedule.coll, p, n, the_root) if p >= 2 else None for n in sizes]
     except (SimulationError, TopologyError) as e:
         _fail(f"{label}: {e}")
+    refuse_free_model(topo)         # after the shape checks: their message comes first
     warnings = list(notes)
     w = _window_warning(schedule, sizes) if is_file else None
     if w:
@@ -372,11 +424,21 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
         try:
             sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
                                        max_bytes=int(nbytes))
+            why = verification_failure(sched)
+            if why:
+                skipped.append((name, f"fails verification: {why}"))
+                continue
             ranked.append((name, simulate_schedule(sched, nbytes, topology)))
         except (ValueError, SimulationError) as e:
             skipped.append((name, str(e).splitlines()[0] if str(e) else type(e).__name__))
-    ranked.sort(key=lambda x: (x[1].time_s, x[0]))
+    # a schedule timed at 0 s (or not a finite time) moves nothing the model can see: never first
+    ranked.sort(key=lambda x: (not 0 < x[1].time_s < float("inf"), x[1].time_s, x[0]))
     return ranked, skipped
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b, or 1.0 when b is 0 (two free schedules are equally fast)."""
+    return a / b if b > 0 else 1.0
 
 
 @click.command("select")
@@ -404,6 +466,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         topo.check_ranks(ranks)
     except TopologyError as e:
         _fail(str(e))
+    refuse_free_model(topo)
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
     ranked, skipped = rank_algorithms(coll, ranks, n, topo, root)
@@ -416,7 +479,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     alt = advice.unless_faster
     if rule_pick is not None and alt in times and alt != rule_pick and times[alt] < times[rule_pick]:
         notes.append(f"the rule's {rule_pick} gives way to {alt}: the model shows {alt} is faster "
-                     f"here ({times[alt] / times[rule_pick]:.2f}x {rule_pick}'s time)")
+                     f"here ({_ratio(times[alt], times[rule_pick]):.2f}x {rule_pick}'s time)")
         rule_pick = alt
     if advice.algorithms and rule_pick is not None and rule_pick != advice.algorithms[0] \
             and advice.algorithms[0] not in names and advice.algorithms[0] != alt:
@@ -438,7 +501,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
             why = ("; the dedicated-link model gives every pair of ranks its own full-duplex link, "
                    "which favours many-link algorithms more than real NICs do (try --preset)")
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
-                     f"{len(names)}, {times[rule_pick] / times[names[0]]:.2f}x the best time) but "
+                     f"{len(names)}, {_ratio(times[rule_pick], times[names[0]]):.2f}x the best time) but "
                      f"the model prefers {names[0]}{why}")
     if as_json:
         click.echo(json.dumps({

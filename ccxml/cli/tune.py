@@ -109,12 +109,19 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
         topo.check_ranks(ranks)
     except TopologyError as e:
         raise click.ClickException(str(e)) from None
+    from ccxml.cli.simulate import refuse_free_model
+    refuse_free_model(topo)
     for note in topo_notes:
         click.echo(f"note: {note}", err=True)
     cfg = TuneConfig(ranks=ranks, topology=topo, colls=_colls(colls), target=target, min_bytes=lo,
                      max_bytes=hi, factor=factor, algorithms=_algorithms(algorithms),
                      forms=("outofplace", "inplace") if forms == "both" else (forms,),
                      root=root, channels=channels)
+    from ccxml.vocab.errors import SizeError
+    try:
+        cfg.sample_sizes()                           # a sweep over the limits: one line, now
+    except SizeError as e:
+        raise click.UsageError(str(e)) from None
     try:
         with directory_lock(output):                 # checks the directory: fails before the work
             jobs = len(cfg.colls) * len(cfg.forms)

@@ -43,11 +43,12 @@ from ccxml.loader.exact import MAX_ATTRS, MAX_DEPTH, MAX_VALUE_CHARS, ExactReade
 from ccxml.loader.fast import FastReader
 from ccxml.loader.model import Schedule
 from ccxml.loader.scan import cut_bodies, scan_steps
+from ccxml.vocab import limits
 from ccxml.vocab.errors import LoadError
 
 __all__ = ["MAX_ATTRS", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_VALUE_CHARS", "LoadError", "load", "loads"]
 
-MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_FILE_BYTES = limits.MAX_SCHEDULE_BYTES
 
 _BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BAD_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])
@@ -88,26 +89,84 @@ def loads(data: str | bytes | mmap.mmap, path: str = "<string>", *, fast: bool =
     enabled = gc.isenabled()
     gc.disable()
     try:
-        if not fast:
-            return ExactReader(str(data, "latin-1"), path).run()
-        if scan is not None:
-            # read the file with its canonical TB bodies cut out (they are in the table); if a
-            # cut body is not where a TB reads it, read the whole text instead
-            text, marks = cut_bodies(data, scan)
-            if marks[0]:
-                try:
-                    reader = FastReader(text, path, scan, marks)
-                    sched = reader.run()
-                    if reader.consumed == len(marks[0]):
-                        return sched
-                except LoadError:
-                    pass
-                scan = scan_steps(data)[0]    # fresh table rows for the second reading
-        # latin-1 maps bytes 1:1, so positions are byte offsets and nothing can fail to decode
-        return FastReader(str(data, "latin-1"), path, scan).run()
+        return check_sizes(_read(data, path, fast, scan))
     finally:
         if enabled:
             gc.enable()
+
+
+def _read(data, path: str, fast: bool, scan) -> Schedule:
+    if not fast:
+        return ExactReader(str(data, "latin-1"), path).run()
+    if scan is not None:
+        # read the file with its canonical TB bodies cut out (they are in the table); if a
+        # cut body is not where a TB reads it, read the whole text instead
+        text, marks = cut_bodies(data, scan)
+        if marks[0]:
+            try:
+                reader = FastReader(text, path, scan, marks)
+                sched = reader.run()
+                if reader.consumed == len(marks[0]):
+                    return sched
+            except LoadError:
+                pass
+            scan = scan_steps(data)[0]    # fresh table rows for the second reading
+    # latin-1 maps bytes 1:1, so positions are byte offsets and nothing can fail to decode
+    return FastReader(str(data, "latin-1"), path, scan).run()
+
+
+def check_sizes(s: Schedule) -> Schedule:
+    """``s``, or a LoadError when a size it declares is over a limit of
+    :mod:`ccxml.vocab.limits` or out of proportion to what the file holds: ``ngpus`` over
+    MAX_RANKS, a chunk count over MAX_CHUNKS, ranks × chunks beyond what its steps could
+    fill, a cnt over MAX_CHUNKS or cnts summing far past 72 per step. Everything after the
+    loader (interpreter, simulator, show, run) allocates per rank, per chunk and per cnt, so
+    this keeps their work and memory in proportion to the file. Both readers' models pass here
+    (the twins agree on it)."""
+    where = s.path or "<string>"
+    ngpus = s.ngpus
+    if ngpus > limits.MAX_RANKS:
+        raise LoadError(where, s.line or None, f"ngpus={ngpus} is over ccxml's limit of "
+                        f"{limits.MAX_RANKS} ranks (the file defines {len(s.gpus)} <gpu> elements)")
+    chunks = [("nchunksperloop", s.nchunksperloop, s.line)]
+    for g in s.gpus:
+        chunks += [("i_chunks", g.i_chunks, g.line), ("o_chunks", g.o_chunks, g.line),
+                   ("s_chunks", g.s_chunks, g.line)]
+    widest = 0
+    for name, value, line in chunks:
+        if value > limits.MAX_CHUNKS:
+            raise LoadError(where, line or None, f"{name}={value} is over the {limits.MAX_CHUNKS} "
+                            "chunks int16 offsets can reach")
+        widest = max(widest, value)
+    nsteps = s.nsteps
+    cells = max(ngpus, len(s.gpus)) * widest
+    if cells > max(limits.FREE_CELLS, limits.CELLS_PER_STEP * nsteps):
+        raise LoadError(where, s.line or None, f"declares {max(ngpus, len(s.gpus))} ranks x {widest} "
+                        f"chunks for only {nsteps} steps (limit: {limits.FREE_CELLS} rank-chunks, "
+                        f"or {limits.CELLS_PER_STEP} per step)")
+    top, total = _cnt_extent(s)
+    if top > limits.MAX_CHUNKS or total > limits.FREE_COUNT + limits.COUNT_PER_STEP * nsteps:
+        raise LoadError(where, None, f"step counts add up to {total} chunks (largest cnt {top}) for "
+                        f"{nsteps} steps: cnt must be below {limits.COUNT_PER_STEP}")
+    return s
+
+
+def _cnt_extent(s: Schedule) -> tuple[int, int]:
+    """(largest cnt, sum of the positive cnts) over every step of ``s``."""
+    tab = s.step_table()
+    if tab is not None:
+        cnt = tab[0].cnt[tab[1][0]:tab[1][-1]]
+        if not len(cnt):
+            return 0, 0
+        return int(cnt.max()), int(cnt[cnt > 0].sum(dtype="int64"))
+    top = total = 0
+    for g in s.gpus:
+        for tb in g.tbs:
+            col = tb.columns()[6]
+            if len(col):
+                top = max(top, max(col))
+                total += sum(c for c in col if c > 0)
+    return top, total
 
 
 def load(path: str | os.PathLike, *, mapped: bool = False, fast: bool = True) -> Schedule:
@@ -127,7 +186,11 @@ def load(path: str | os.PathLike, *, mapped: bool = False, fast: bool = True) ->
             if mapped and size:
                 data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             else:
-                data = fh.read(MAX_FILE_BYTES + 1)
+                try:
+                    data = limits.read_capped_from(fh, MAX_FILE_BYTES, "file")
+                except ValueError:        # a device or a growing file: more than the cap
+                    raise LoadError(p, None, f"file is larger than {MAX_FILE_BYTES} bytes (the "
+                                    "limit)") from None
     except OSError as exc:
         raise LoadError(p, None, f"cannot read: {exc.strerror or exc}") from None
     return loads(data, p, fast=fast)

@@ -46,12 +46,14 @@ import json
 import math
 import os
 import pathlib
+import re
 import tomllib
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from ccxml.topology.network import Network, NetworkSpec
+from ccxml.vocab import limits
 from ccxml.vocab.errors import TopologyError
 
 INTRA = "intra"
@@ -151,6 +153,7 @@ class Topology(BaseModel):
             if servers is None or rps is None:
                 raise ValueError("servers and ranks_per_server must be given together")
             s, m = _positive_int(servers, "servers"), _positive_int(rps, "ranks_per_server")
+            _check_shape([m], s)
             d["groups"] = (m,) * s
         elif isinstance(d.get("groups"), str):
             d["groups"] = parse_groups(d["groups"])
@@ -176,6 +179,7 @@ class Topology(BaseModel):
         sizes = list(v)
         if not sizes:
             raise ValueError("must name at least one group")
+        _check_shape(sizes)
         out = []
         for i, m in enumerate(sizes):
             if isinstance(m, bool) or not isinstance(m, int):
@@ -400,15 +404,16 @@ def parse_groups(text: str) -> tuple[int, ...]:
     for item in items:
         count, sep, size = item.lower().partition("x")
         try:
-            if sep:
-                k, m = int(count), int(size)
-                if k < 1:
-                    raise TopologyError(f"groups {text!r}: repeat count {k} must be >= 1")
-                sizes.extend([m] * k)
-            else:
-                sizes.append(int(item))
+            k, m = (int(count), int(size)) if sep else (1, int(item))
         except ValueError:
             raise TopologyError(f"groups {text!r}: {item!r} is not a size or 'COUNTxSIZE'") from None
+        if k < 1:
+            raise TopologyError(f"groups {text!r}: repeat count {k} must be >= 1")
+        try:
+            _check_shape([*sizes, m], k)
+        except ValueError as e:
+            raise TopologyError(f"groups {text!r}: {e}") from None
+        sizes.extend([m] * k)
     for i, m in enumerate(sizes):
         if m < 1:
             raise TopologyError(f"groups {text!r}: group {i} has size {m}; every group needs "
@@ -494,10 +499,11 @@ def load_topology(path: str | os.PathLike, *, gpu: str | None = None, nodes: int
     if gpu is not None:
         raise TopologyError(f"--gpu applies to an NCCL topology .xml file, not {path}")
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = limits.read_capped(path, limits.MAX_TOPOLOGY_BYTES, "a topology file")
     except OSError as e:
         raise TopologyError(f"cannot read topology {path}: {e.strerror or e}") from None
+    except ValueError as e:             # /dev/zero, a growing file: more than the cap
+        raise TopologyError(str(e)) from None
     suffix = os.path.splitext(path)[1].lower()
     data = None
     errors = []
@@ -505,10 +511,13 @@ def load_topology(path: str | os.PathLike, *, gpu: str | None = None, nodes: int
     for kind in kinds:
         try:
             text = raw.decode("utf-8")
+            _check_nesting(text)
             data = json.loads(text) if kind == "json" else tomllib.loads(text)
             break
         except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
             errors.append(f"{kind}: {str(e).splitlines()[0]}")
+        except (ValueError, RecursionError) as e:      # too deep, a number too long
+            raise TopologyError(f"topology {path}: {str(e).splitlines()[0]}") from None
     if data is None:
         raise TopologyError(f"topology {path} is not valid {' or '.join(kinds).upper()} ({'; '.join(errors)})")
     try:
@@ -517,9 +526,43 @@ def load_topology(path: str | os.PathLike, *, gpu: str | None = None, nodes: int
                 raise TopologyError("--nodes applies to a preset or a [network] topology; this file "
                                     "gives its groups itself")
             data = {**data, "nodes": nodes}
-        return Topology.from_dict(data)
+        topo = Topology.from_dict(data)
+        if topo.is_network:
+            topo.graph()                # the links are sound (no self link, every GPU reached)
+        return topo
     except TopologyError as e:
         raise TopologyError(f"topology {path}: {e}") from None
+
+
+_DIGITS = re.compile(r"[0-9_]{%d,}" % (limits.MAX_NUMBER_DIGITS + 1))
+
+
+def _check_nesting(text: str) -> None:
+    """ValueError when brackets (JSON arrays/objects, TOML arrays/inline tables) open deeper than
+    MAX_TOPOLOGY_DEPTH, or a run of digits is longer than MAX_NUMBER_DIGITS, before a parser
+    recurses into them (brackets inside strings count too: a topology has no use for them)."""
+    depth = top = 0
+    for c in re.findall(r"[\[\]{}]", text):
+        depth += 1 if c in "[{" else -1
+        top = max(top, depth)
+    if top > limits.MAX_TOPOLOGY_DEPTH:
+        raise ValueError(f"nested {top} deep (limit {limits.MAX_TOPOLOGY_DEPTH})")
+    m = _DIGITS.search(text)
+    if m:
+        raise ValueError(f"a number of {len(m.group())} digits (limit {limits.MAX_NUMBER_DIGITS})")
+
+
+
+def _check_shape(sizes: list, repeat: int = 1) -> None:
+    """ValueError when ``sizes`` (the last one repeated ``repeat`` times) are more groups than
+    MAX_TOPOLOGY_NODES or more ranks than MAX_TOPOLOGY_GPUS: checked before a tuple is built."""
+    count = len(sizes) - 1 + repeat
+    if count > limits.MAX_TOPOLOGY_NODES:
+        raise ValueError(f"{count} groups is over the limit of {limits.MAX_TOPOLOGY_NODES} nodes")
+    total = sum(m for m in sizes[:-1] if isinstance(m, int)) + (
+        sizes[-1] * repeat if isinstance(sizes[-1], int) else 0)
+    if total > limits.MAX_TOPOLOGY_GPUS:
+        raise ValueError(f"{total} ranks is over the limit of {limits.MAX_TOPOLOGY_GPUS} GPUs")
 
 
 def _positive_int(v: Any, name: str) -> int:

@@ -43,10 +43,11 @@ import os
 from dataclasses import dataclass, field
 
 from ccxml.topology.network import NetworkSpec
+from ccxml.vocab import limits
 from ccxml.vocab.errors import TopologyError
 
-MAX_FILE_BYTES = 4 * 1024 * 1024
-MAX_DEPTH = 32
+MAX_FILE_BYTES = limits.MAX_TOPOLOGY_BYTES
+MAX_DEPTH = limits.MAX_TOPOLOGY_DEPTH
 
 #: NCCL topo.h: NVLink GB/s per link by compute capability
 def nvlink_bw(sm: int) -> float:
@@ -84,10 +85,11 @@ def _parse(path: str):
         if size > MAX_FILE_BYTES:
             raise TopologyError(f"{path}: {size} bytes; an NCCL topology file is at most "
                                 f"{MAX_FILE_BYTES} bytes here")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+        raw = limits.read_capped(path, MAX_FILE_BYTES, "an NCCL topology file")
     except OSError as e:
         raise TopologyError(f"cannot read topology {path}: {e.strerror or e}") from None
+    except ValueError as e:             # /dev/zero, a growing file: more than the cap
+        raise TopologyError(str(e)) from None
     if b"<!DOCTYPE" in raw or b"<!ENTITY" in raw:
         raise TopologyError(f"{path}: DOCTYPE/ENTITY declarations are not allowed in a topology file")
     from lxml import etree
@@ -113,10 +115,17 @@ def _int(el, name: str, default=None):
     v = el.get(name)
     if v is None or v.strip() == "":
         return default
+    shown = v if len(v) <= 40 else v[:40] + "..."
+    if len(v.strip()) > limits.MAX_NUMBER_DIGITS:
+        raise TopologyError(f"<{el.tag}> {name}={shown!r}: a number of more than "
+                            f"{limits.MAX_NUMBER_DIGITS} digits")
     try:
-        return int(v, 0)
+        n = int(v, 0)
     except ValueError:
-        raise TopologyError(f"<{el.tag}> {name}={v!r} is not a number") from None
+        raise TopologyError(f"<{el.tag}> {name}={shown!r} is not a number") from None
+    if not -(1 << 31) <= n < 1 << 31:
+        raise TopologyError(f"<{el.tag}> {name}={shown!r} is outside the C int range")
+    return n
 
 
 def _inter_cpu_bw(cpu) -> float:
@@ -189,6 +198,9 @@ class _Reader:
 
     def pci_bw(self, el) -> float:
         width = _int(el, "link_width", 0) or 16
+        if width < 0:
+            self.note(f"pci {el.get('busid')}: link_width {width} is not a lane count; taken as 16")
+            width = 16
         speed = el.get("link_speed")
         per_lane = PCI_GEN.get(speed or "", 60)
         if speed is not None and speed not in PCI_GEN and speed != "":
@@ -206,6 +218,9 @@ class _Reader:
         gpu_el = next((c for c in el if c.tag == "gpu"), None)
         nic_el = next((c for c in el if c.tag == "nic"), None)
         if gpu_el is not None or cls.startswith("0x03"):
+            if len(self.gpus) >= limits.MAX_NODE_GPUS:
+                raise TopologyError(f"{self.path}: more than {limits.MAX_NODE_GPUS} GPUs (the "
+                                    "limit of one server)")
             self.gpus.append({"busid": busid.lower(), "el": gpu_el, "parent": parent, "bw": bw})
             return
         if nic_el is not None or cls.startswith("0x02"):
@@ -351,9 +366,15 @@ def load_nccl_topology(path: str | os.PathLike, *, gpu: str | None = None, nodes
     path = os.fspath(path)
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise TopologyError(f"--nodes must be an integer >= 1, got {nodes!r}")
+    if nodes > limits.MAX_TOPOLOGY_NODES:
+        raise TopologyError(f"--nodes {nodes} is over the limit of {limits.MAX_TOPOLOGY_NODES} nodes")
     reader = _Reader(path, gpu.lower() if gpu else None)
-    reader.read(_parse(path))
-    spec = reader.finish(nodes)
+    try:
+        reader.read(_parse(path))
+        spec = reader.finish(nodes)
+    except TopologyError as e:
+        msg = str(e)
+        raise TopologyError(msg if msg.startswith(path) else f"{path}: {msg}") from None
     try:
         topo = Topology.from_dict({"network": spec})
         topo.graph()                          # routes exist, every GPU reaches the others

@@ -65,8 +65,9 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
 
+from ccxml.vocab import limits
 from ccxml.vocab.errors import TopologyError
 
 DEVICE_KINDS = ("nvswitch", "pcie-switch", "cpu", "nic", "switch")
@@ -160,13 +161,31 @@ class NetworkSpec(BaseModel):
     def _count(cls, v, info):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"must be an integer >= 1, got {v!r}")
+        top = limits.MAX_NODE_GPUS if info.field_name == "gpus" else limits.MAX_TOPOLOGY_NODES
+        if v > top:
+            raise ValueError(f"{v} is over the limit of {top}")
         return v
+
+    @model_validator(mode="after")
+    def _total(self):
+        if self.gpus * self.nodes > limits.MAX_TOPOLOGY_GPUS:
+            raise ValueError(f"{self.nodes} nodes x {self.gpus} GPUs is over the limit of "
+                             f"{limits.MAX_TOPOLOGY_GPUS} GPUs")
+        if self.gpus * self.gpus * self.nodes > limits.MAX_ROUTE_PAIRS:
+            raise ValueError(f"{self.nodes} nodes x {self.gpus} GPUs is over the limit of "
+                             f"{limits.MAX_ROUTE_PAIRS} (GPUs per node x GPUs in all)")
+        return self
 
 
     def with_nodes(self, nodes: int) -> "NetworkSpec":
         """The same server joined ``nodes`` times."""
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise TopologyError(f"--nodes must be an integer >= 1, got {nodes!r}")
+        if (nodes > limits.MAX_TOPOLOGY_NODES or nodes * self.gpus > limits.MAX_TOPOLOGY_GPUS
+                or nodes * self.gpus * self.gpus > limits.MAX_ROUTE_PAIRS):
+            raise TopologyError(f"{nodes} nodes x {self.gpus} GPUs is over the limits "
+                                f"({limits.MAX_TOPOLOGY_NODES} nodes, {limits.MAX_TOPOLOGY_GPUS} "
+                                f"GPUs, {limits.MAX_ROUTE_PAIRS} GPUs per node x GPUs in all)")
         return self.model_copy(update={"nodes": nodes})
 
     def to_dict(self) -> dict:

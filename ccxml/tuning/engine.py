@@ -225,8 +225,10 @@ class _Ranker:
         self._note = note
 
     def time(self, name: str, n: int) -> float:
+        """Simulated seconds; inf when it cannot be built or the model times it at 0 s (a
+        schedule that moves nothing the model sees is never the best)."""
         r = self.result(name, n)
-        return float("inf") if r is None else r.time_s
+        return float("inf") if r is None or not r.time_s > 0 else r.time_s
 
     def result(self, name: str, n: int):
         """The SimResult of ``name`` at n bytes, None when it cannot be built for that size."""

@@ -24,10 +24,12 @@ chunk must hold. A reduction over an empty multiset never occurs.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Iterator
 
+from ccxml.vocab import limits
 from ccxml.vocab.errors import CollectiveError
 from ccxml.vocab.wire import Coll
 
@@ -157,21 +159,67 @@ class Collective:
             raise CollectiveError(f"no postcondition for {coll}")
 
 
-def parse_counts(text: str) -> tuple[tuple[int, ...], ...]:
-    """Parse a P×P matrix of chunk counts from CSV text (commas or whitespace)."""
+_COUNT = re.compile(r"[0-9]{1,30}")
+
+
+def parse_counts(text: str | bytes) -> tuple[tuple[int, ...], ...]:
+    """Parse a P×P matrix of chunk counts from CSV text (commas or whitespace).
+
+    Every count is a plain number 0..:data:`~ccxml.vocab.limits.MAX_COUNT_CHUNKS`, P is at
+    most :data:`~ccxml.vocab.limits.MAX_RANKS` and the chunks a rank sends or receives (a row or
+    a column sum: its buffer) at most :data:`~ccxml.vocab.limits.MAX_CHUNKS`; anything else,
+    or bytes that are not UTF-8, is a CollectiveError (one line), checked before any buffer is
+    sized by the counts."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > limits.MAX_COUNTS_BYTES:
+            raise CollectiveError(f"counts: more than {limits.MAX_COUNTS_BYTES} bytes (the limit)")
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CollectiveError(f"counts: not UTF-8 text (byte {e.start})") from None
     rows = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        try:
-            rows.append(tuple(int(x) for x in line.replace(",", " ").split()))
-        except ValueError:
-            raise CollectiveError(f"counts line {lineno}: expected integers, got {line!r}") from None
+        row = []
+        for x in line.replace(",", " ").split():
+            if not _COUNT.fullmatch(x):
+                shown = x if len(x) <= 20 else x[:20] + "..."
+                why = "counts must be >= 0" if x.startswith("-") else "expected integers"
+                raise CollectiveError(f"counts line {lineno}: {why}, got {shown!r}")
+            c = int(x)
+            if c > limits.MAX_COUNT_CHUNKS:
+                raise CollectiveError(f"counts line {lineno}: {c} chunks is over the limit of "
+                                      f"{limits.MAX_COUNT_CHUNKS}")
+            row.append(c)
+        if len(row) > limits.MAX_RANKS:
+            raise CollectiveError(f"counts line {lineno}: {len(row)} columns is over the limit of "
+                                  f"{limits.MAX_RANKS} ranks")
+        rows.append(tuple(row))
     if not rows or any(len(r) != len(rows) for r in rows):
         raise CollectiveError(f"counts must be a square matrix, got {len(rows)} rows of lengths "
                               f"{sorted({len(r) for r in rows})}")
+    for i, r in enumerate(rows):
+        if sum(r) > limits.MAX_CHUNKS:
+            raise CollectiveError(f"counts: rank {i} sends {sum(r)} chunks, over the limit of "
+                                  f"{limits.MAX_CHUNKS}")
+    for j, col in enumerate(zip(*rows)):
+        if sum(col) > limits.MAX_CHUNKS:
+            raise CollectiveError(f"counts: rank {j} receives {sum(col)} chunks, over the limit "
+                                  f"of {limits.MAX_CHUNKS}")
     return tuple(rows)
+
+
+def read_counts(path: str) -> tuple[tuple[int, ...], ...]:
+    """:func:`parse_counts` of the file at ``path``, read with a size cap (at most
+    MAX_COUNTS_BYTES + 1 bytes: /dev/zero is refused, not read to the end); OSError as
+    ``open`` raises it."""
+    try:
+        data = limits.read_capped(path, limits.MAX_COUNTS_BYTES, "a counts file")
+    except ValueError as e:      # more than the cap (OSError goes to the caller)
+        raise CollectiveError(str(e)) from None
+    return parse_counts(data)
 
 
 def alltoallv_offsets(m) -> tuple[list[list[int]], list[list[int]]]:

@@ -4,18 +4,29 @@ per collective (:func:`chunk_bytes`) and nccl-tests' bus-bandwidth factors, whic
 and the executor both report."""
 from __future__ import annotations
 
+import math
+
 from ccxml.vocab.errors import SizeError
+from ccxml.vocab.limits import MAX_MESSAGE_BYTES, MAX_SWEEP_POINTS, MIN_SWEEP_FACTOR
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_size(text: str | int) -> int:
-    """``"8M"`` → 8388608. Accepts an optional ``B``/``iB`` suffix (``8MB``, ``8MiB``), any case."""
+    """``"8M"`` → 8388608. Accepts an optional ``B``/``iB`` suffix (``8MB``, ``8MiB``), any case.
+
+    The one size parser of every command: a size over
+    :data:`~ccxml.vocab.limits.MAX_MESSAGE_BYTES` (1 PiB), negative, fractional, nan or inf is a
+    :class:`SizeError` (one line)."""
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise SizeError(f"size must be >= 0, got {text}")
+        if text > MAX_MESSAGE_BYTES:
+            raise SizeError(f"size {text} is over the limit of {MAX_MESSAGE_BYTES} bytes (1P)")
         return text
     s = str(text).strip().upper()
+    if len(s) > 40:
+        raise SizeError(f"cannot read size {str(text)[:40]!r}...: too long")
     for tail in ("IB", "B"):
         if len(s) > 1 and s.endswith(tail) and s[-len(tail) - 1:-len(tail)] in "KMGT":
             s = s[:-len(tail)]
@@ -27,19 +38,31 @@ def parse_size(text: str | int) -> int:
     except ValueError:
         raise SizeError(f"cannot read size {text!r}; use bytes or a suffix like 1K, 8M, 1G") from None
     n = value * _UNITS[unit]
+    if isinstance(n, float) and not math.isfinite(n):
+        raise SizeError(f"size {text!r} must be a whole number of bytes >= 0")
+    if n > MAX_MESSAGE_BYTES:
+        raise SizeError(f"size {text!r} is over the limit of {MAX_MESSAGE_BYTES} bytes (1P)")
     if n < 0 or n != int(n):
         raise SizeError(f"size {text!r} must be a whole number of bytes >= 0")
     return int(n)
 
 
 def size_range(min_bytes: int, max_bytes: int, factor: float = 2.0) -> list[int]:
-    """nccl-tests' ``-b -e -f`` sweep: min, min·f, min·f², … as long as the size is ≤ max."""
+    """nccl-tests' ``-b -e -f`` sweep: min, min·f, min·f², … as long as the size is ≤ max.
+
+    At most :data:`~ccxml.vocab.limits.MAX_SWEEP_POINTS` sizes, with a factor of at least
+    :data:`~ccxml.vocab.limits.MIN_SWEEP_FACTOR`: anything else is a SizeError naming the count,
+    checked before a single size is made."""
     if min_bytes <= 0:
         raise SizeError(f"sweep minimum must be > 0, got {min_bytes}")
     if max_bytes < min_bytes:
         raise SizeError(f"sweep maximum {max_bytes} is below the minimum {min_bytes}")
-    if factor <= 1:
-        raise SizeError(f"sweep factor must be > 1, got {factor}")
+    if not factor >= MIN_SWEEP_FACTOR or not math.isfinite(factor):     # nan included
+        raise SizeError(f"sweep factor must be a number >= {MIN_SWEEP_FACTOR}, got {factor}")
+    points = math.floor(math.log(max_bytes / min_bytes) / math.log(factor) + 1e-9) + 1
+    if points > MAX_SWEEP_POINTS:
+        raise SizeError(f"sweep -b {min_bytes} -e {max_bytes} -f {factor} has {points} sizes "
+                        f"(limit {MAX_SWEEP_POINTS}): raise the factor")
     out, n = [], float(min_bytes)
     while n <= max_bytes:
         out.append(int(n))

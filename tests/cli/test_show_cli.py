@@ -20,7 +20,9 @@ def test_show_a_file_as_a_page(tmp_path):
     xml = tmp_path / "small.xml"
     xml.write_text(small_xml())
     out = tmp_path / "pages" / "small.html"            # the folder is made
-    code, stdout, err = run("show", str(xml), "--bytes", "3K", "--alpha", "1e-6", "--beta", "1e-9", "-o", str(out))
+    # small.xml names a hostile buffer (the page must escape it): verify rejects it
+    code, stdout, err = run("show", str(xml), "--bytes", "3K", "--alpha", "1e-6", "--beta", "1e-9", "-o", str(out),
+                            "--unverified")
     assert code == 0, err
     # a 1 KiB chunk takes 1 us + 1.024 us a hop; the rcs forwards rank 0's second send, which
     # arrives at 4.048 us: 6.072 us
@@ -31,7 +33,8 @@ def test_show_a_file_as_a_page(tmp_path):
     assert [p.name for p in out.parent.iterdir()] == ["small.html"]      # no temporary file left
     # the same command writes the same bytes
     first = out.read_bytes()
-    assert run("show", str(xml), "--bytes", "3K", "--alpha", "1e-6", "--beta", "1e-9", "-o", str(out))[0] == 0
+    assert run("show", str(xml), "--bytes", "3K", "--alpha", "1e-6", "--beta", "1e-9", "-o", str(out),
+               "--unverified")[0] == 0
     assert out.read_bytes() == first
 
 
@@ -55,7 +58,7 @@ def test_show_an_algorithm_on_a_preset_as_svg_like_simulate_builds_it(tmp_path):
 def test_show_notes_a_size_outside_the_files_window(tmp_path):
     xml = tmp_path / "w.xml"
     xml.write_text(small_xml().replace('maxBytes="0"', 'maxBytes="1024"'))
-    code, _, err = run("show", str(xml), "--bytes", "1M", "-o", str(tmp_path / "w.html"))
+    code, _, err = run("show", str(xml), "--bytes", "1M", "-o", str(tmp_path / "w.html"), "--unverified")
     assert code == 0
     assert "outside the file's minBytes..maxBytes window" in err
     assert any("outside" in n for n in page_data(tmp_path / "w.html")["notes"])
@@ -87,6 +90,9 @@ def test_a_schedule_that_cannot_run_exits_2_naming_the_step(tmp_path):
         '      <step s="0" type="r" srcbuf="i" srcoff="9" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>\n'
         '      <step s="1" type="r" srcbuf="i" srcoff="2" dstbuf="o" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>'))
     code, _, err = run("show", str(xml), "-o", str(tmp_path / "stuck.html"))
+    assert code == 1 and "fails verification" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "stuck.html").exists()
+    code, _, err = run("show", str(xml), "-o", str(tmp_path / "stuck.html"), "--unverified")
     assert code == 2
     assert "deadlock" in err and "gpu 2 tb 0 step 1" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "stuck.html").exists()

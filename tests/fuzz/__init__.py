@@ -1,0 +1,1 @@
+"""The fuzzing suite (a package, so that its conftest.py does not shadow tests/conftest.py)."""
