@@ -375,6 +375,34 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     return ranked, skipped
 
 
+def _proxy_check(coll, ranks, n, topo, root, ranked) -> dict | None:
+    """``select`` under the other reading of the NICs' per-message cost (docs/nic-model.md):
+    NCCL's (``proxy = "nic"``: a network step's latency is latency) or a serial proxy's
+    (``proxy = "serial"``). None when the topology has no such choice (no NIC gives a
+    ``proxy_overhead``) or nothing ranked."""
+    spec = topo.network if topo.is_network else None
+    if spec is None or spec.proxy not in ("nic", "serial") or not ranked:
+        return None
+    from ccxml.topology import Topology
+    other = "serial" if spec.proxy == "nic" else "nic"
+    alt, _ = rank_algorithms(coll, ranks, n, Topology.from_dict({"network": spec.with_proxy(other)}),
+                             root)
+    if not alt:
+        return None
+    first, t_first = ranked[0][0], ranked[0][1].time_s
+    o_first, o_time = alt[0][0], alt[0][1].time_s
+    o_times = {name: r.time_s for name, r in alt}
+    reading = {"nic": "NCCL's (the step latency is latency)",
+               "serial": "a serial proxy's (11.3 us per message, one at a time)"}
+    note = (f"the winner depends on how the NIC's per-message cost is read: with proxy = "
+            f"\"{other}\", {reading[other]}, {o_first} ranks first ({_fmt_us(o_time).strip()} us) "
+            f"and {first} takes {_fmt_us(o_times.get(first, float('nan'))).strip()} us; this ranking "
+            f"uses proxy = \"{spec.proxy}\" (docs/nic-model.md)")
+    return {"reading": spec.proxy, "first": first, "time_s": t_first, "other": other,
+            "other_first": o_first, "other_time_s": o_time,
+            "other_ranking": [{"algorithm": a, "time_s": r.time_s} for a, r in alt], "note": note}
+
+
 @click.command("select")
 @click.option("--ranks", "-n", type=int, default=None,
               help="Ranks (default: the topology's rank count).")
@@ -436,9 +464,13 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
                      f"{len(names)}, {times[rule_pick] / times[names[0]]:.2f}x the best time) but "
                      f"the model prefers {names[0]}{why}")
+    proxy = _proxy_check(coll, ranks, n, topo, root, ranked)
+    if proxy is not None and proxy["first"] != proxy["other_first"]:
+        notes.append(proxy["note"])
     if as_json:
         click.echo(json.dumps({
             "coll": coll, "ranks": ranks, "bytes": n, "topology": topo.to_dict(),
+            "proxy": None if proxy is None else {k: v for k, v in proxy.items() if k != "note"},
             "model": "shared" if topo.is_network else "dedicated",
             "bound": {"time_s": bound.time_s, "busbw_GBps": bound.busbw / 1e9, "cut": bound.cut},
             "ranking": [{"algorithm": a, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,
