@@ -352,13 +352,16 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
 
 # ---- ccxml select -----------------------------------------------------------------------------
 
-def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None):
+def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None,
+                    schedules: dict | None = None):
     """Simulate every available algorithm supporting ``coll`` and each of its variants
     (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
     (its messages as large as the runtime moves at that size).
 
     Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
     unavailable = [(name, reason)] for algorithms that cannot build this shape.
+    ``schedules``: a dict that keeps the built schedules by name, to rank them again on a
+    topology of the same shape (another reading of its NICs) without building them twice.
     """
     from ccxml.algorithms import registry
     from ccxml.simulator import simulate_schedule
@@ -366,8 +369,12 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     ranked, skipped = [], []
     for name in registry.entries(coll):
         try:
-            sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
-                                       max_bytes=int(nbytes))
+            sched = None if schedules is None else schedules.get(name)
+            if sched is None:
+                sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
+                                           max_bytes=int(nbytes))
+                if schedules is not None:
+                    schedules[name] = sched
             ranked.append((name, simulate_schedule(sched, nbytes, topology)))
         except (ValueError, SimulationError) as e:
             skipped.append((name, str(e).splitlines()[0] if str(e) else type(e).__name__))
@@ -375,18 +382,18 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     return ranked, skipped
 
 
-def _proxy_check(coll, ranks, n, topo, root, ranked) -> dict | None:
+def _proxy_check(coll, ranks, n, topo, root, ranked, built: dict) -> dict | None:
     """``select`` under the other reading of the NICs' per-message cost (docs/nic-model.md):
     NCCL's (``proxy = "nic"``: a network step's latency is latency) or a serial proxy's
     (``proxy = "serial"``). None when the topology has no such choice (no NIC gives a
-    ``proxy_overhead``) or nothing ranked."""
+    ``proxy_overhead``) or nothing ranked. ``built``: the schedules already built (same shape)."""
     spec = topo.network if topo.is_network else None
     if spec is None or spec.proxy not in ("nic", "serial") or not ranked:
         return None
     from ccxml.topology import Topology
     other = "serial" if spec.proxy == "nic" else "nic"
     alt, _ = rank_algorithms(coll, ranks, n, Topology.from_dict({"network": spec.with_proxy(other)}),
-                             root)
+                             root, schedules=built)
     if not alt:
         return None
     first, t_first = ranked[0][0], ranked[0][1].time_s
@@ -430,7 +437,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         _fail(str(e))
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
-    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root)
+    built: dict = {}
+    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root, schedules=built)
     bound = busbw_bound(topo, coll, ranks, n, root or 0)
     advice = hccl_rule(coll, ranks, n, topo)
     names = [name for name, _ in ranked]
@@ -464,7 +472,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
                      f"{len(names)}, {times[rule_pick] / times[names[0]]:.2f}x the best time) but "
                      f"the model prefers {names[0]}{why}")
-    proxy = _proxy_check(coll, ranks, n, topo, root, ranked)
+    proxy = _proxy_check(coll, ranks, n, topo, root, ranked, built)
     if proxy is not None and proxy["first"] != proxy["other_first"]:
         notes.append(proxy["note"])
     if as_json:
