@@ -399,12 +399,13 @@ def _proxy_check(coll, ranks, n, topo, root, ranked, built: dict) -> dict | None
     first, t_first = ranked[0][0], ranked[0][1].time_s
     o_first, o_time = alt[0][0], alt[0][1].time_s
     o_times = {name: r.time_s for name, r in alt}
-    reading = {"nic": "NCCL's (the step latency is latency)",
-               "serial": "a serial proxy's (11.3 us per message, one at a time)"}
+    po = max(d.proxy_overhead for d in spec.devices if d.kind == "nic")
+    reading = {"nic": "NCCL's reading: a network step's latency is latency",
+               "serial": f"a proxy handling one message at a time, {po * 1e6:.1f} us each"}
     note = (f"the winner depends on how the NIC's per-message cost is read: with proxy = "
-            f"\"{other}\", {reading[other]}, {o_first} ranks first ({_fmt_us(o_time).strip()} us) "
+            f"\"{other}\" ({reading[other]}) {o_first} ranks first ({_fmt_us(o_time).strip()} us) "
             f"and {first} takes {_fmt_us(o_times.get(first, float('nan'))).strip()} us; this ranking "
-            f"uses proxy = \"{spec.proxy}\" (docs/nic-model.md)")
+            f"uses proxy = \"{spec.proxy}\" ({reading[spec.proxy]}; docs/nic-model.md)")
     return {"reading": spec.proxy, "first": first, "time_s": t_first, "other": other,
             "other_first": o_first, "other_time_s": o_time,
             "other_ranking": [{"algorithm": a, "time_s": r.time_s} for a, r in alt], "note": note}

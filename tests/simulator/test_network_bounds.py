@@ -145,6 +145,29 @@ def test_select_on_dgx_h100_x4_alltoall_64M_is_nic_bound_either_way():
     assert doc["proxy"]["other_first"] == "pipeline"
 
 
+def test_select_on_a_serial_proxy_file_names_nccls_winner(tmp_path):
+    """A user who measured a proxy-bound NIC sets proxy = "serial" in the NIC table: the old
+    figures come back (AllToAll 1M: Pipeline 61.6 µs first, Mesh 289.7 µs) and select names the
+    winner under NCCL's reading. The flat model has no NIC: no "proxy" entry, no note."""
+    spec = topo("dgx-h100", 4).network.with_proxy("serial")
+    f = tmp_path / "serial.json"
+    f.write_text(json.dumps(Topology.from_dict({"network": spec}).to_dict()))
+    code, out, err = ccxml("select", "--topology", f, "--coll", "alltoall", "--bytes", "1M", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    times = {r["algorithm"]: r["time_s"] for r in doc["ranking"]}
+    assert doc["ranking"][0]["algorithm"] == "pipeline"
+    assert times["pipeline"] == pytest.approx(61.6e-6, rel=0.01)
+    assert times["mesh"] == pytest.approx(289.7e-6, rel=0.01)
+    assert doc["proxy"]["reading"] == "serial" and doc["proxy"]["other_first"] == "mesh"
+    assert any('with proxy = "nic" (NCCL\'s reading' in n and 'uses proxy = "serial"' in n
+               for n in doc["notes"])
+    code, out, err = ccxml("select", "--ranks", "8", "--coll", "alltoall", "--bytes", "1M", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["proxy"] is None and not any("winner depends" in n for n in doc["notes"])
+
+
 def test_alltoall_across_an_ecmp_spine_prefers_the_rail_aligned_pipeline(tmp_path):
     """Where switches hash flows onto spine links (static ECMP, plain RoCE fabrics - HCCL's reason
     for PairWise and Pipeline), Mesh's cross-rail transfers collide on spine links, and the
