@@ -408,13 +408,17 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
 
 # ---- ccxml select -----------------------------------------------------------------------------
 
-def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None):
+def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None,
+                    schedules: dict | None = None):
     """Simulate every available algorithm supporting ``coll`` and each of its variants
     (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
     (its messages as large as the runtime moves at that size).
 
     Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
     unavailable = [(name, reason)] for algorithms that cannot build this shape.
+    ``schedules``: a dict that keeps the built schedules (with their verification verdicts) by
+    name, to rank them again on a
+    topology of the same shape (another reading of its NICs) without building them twice.
     """
     from ccxml.algorithms import registry
     from ccxml.simulator import simulate_schedule
@@ -422,9 +426,15 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     ranked, skipped = [], []
     for name in registry.entries(coll):
         try:
-            sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
-                                       max_bytes=int(nbytes))
-            why = verification_failure(sched)
+            cached = None if schedules is None else schedules.get(name)
+            if cached is None:
+                sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
+                                           max_bytes=int(nbytes))
+                why = verification_failure(sched)
+                if schedules is not None:
+                    schedules[name] = (sched, why)
+            else:
+                sched, why = cached
             if why:
                 skipped.append((name, f"fails verification: {why}"))
                 continue
@@ -439,6 +449,35 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
 def _ratio(a: float, b: float) -> float:
     """a / b, or 1.0 when b is 0 (two free schedules are equally fast)."""
     return a / b if b > 0 else 1.0
+
+
+def _proxy_check(coll, ranks, n, topo, root, ranked, built: dict) -> dict | None:
+    """``select`` under the other reading of the NICs' per-message cost (docs/nic-model.md):
+    NCCL's (``proxy = "nic"``: a network step's latency is latency) or a serial proxy's
+    (``proxy = "serial"``). None when the topology has no such choice (no NIC gives a
+    ``proxy_overhead``) or nothing ranked. ``built``: the schedules already built (same shape)."""
+    spec = topo.network if topo.is_network else None
+    if spec is None or spec.proxy not in ("nic", "serial") or not ranked:
+        return None
+    from ccxml.topology import Topology
+    other = "serial" if spec.proxy == "nic" else "nic"
+    alt, _ = rank_algorithms(coll, ranks, n, Topology.from_dict({"network": spec.with_proxy(other)}),
+                             root, schedules=built)
+    if not alt:
+        return None
+    first, t_first = ranked[0][0], ranked[0][1].time_s
+    o_first, o_time = alt[0][0], alt[0][1].time_s
+    o_times = {name: r.time_s for name, r in alt}
+    po = max(d.proxy_overhead for d in spec.devices if d.kind == "nic")
+    reading = {"nic": "NCCL's reading: a network step's latency is latency",
+               "serial": f"a proxy handling one message at a time, {po * 1e6:.1f} us each"}
+    note = (f"the winner depends on how the NIC's per-message cost is read: with proxy = "
+            f"\"{other}\" ({reading[other]}) {o_first} ranks first ({_fmt_us(o_time).strip()} us) "
+            f"and {first} takes {_fmt_us(o_times.get(first, float('nan'))).strip()} us; this ranking "
+            f"uses proxy = \"{spec.proxy}\" ({reading[spec.proxy]}; docs/nic-model.md)")
+    return {"reading": spec.proxy, "first": first, "time_s": t_first, "other": other,
+            "other_first": o_first, "other_time_s": o_time,
+            "other_ranking": [{"algorithm": a, "time_s": r.time_s} for a, r in alt], "note": note}
 
 
 @click.command("select")
@@ -469,7 +508,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     refuse_free_model(topo)
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
-    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root)
+    built: dict = {}
+    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root, schedules=built)
     bound = busbw_bound(topo, coll, ranks, n, root or 0)
     advice = hccl_rule(coll, ranks, n, topo)
     names = [name for name, _ in ranked]
@@ -503,9 +543,13 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
                      f"{len(names)}, {_ratio(times[rule_pick], times[names[0]]):.2f}x the best time) but "
                      f"the model prefers {names[0]}{why}")
+    proxy = _proxy_check(coll, ranks, n, topo, root, ranked, built)
+    if proxy is not None and proxy["first"] != proxy["other_first"]:
+        notes.append(proxy["note"])
     if as_json:
         click.echo(json.dumps({
             "coll": coll, "ranks": ranks, "bytes": n, "topology": topo.to_dict(),
+            "proxy": None if proxy is None else {k: v for k, v in proxy.items() if k != "note"},
             "model": "shared" if topo.is_network else "dedicated",
             "bound": {"time_s": bound.time_s, "busbw_GBps": bound.busbw / 1e9, "cut": bound.cut},
             "ranking": [{"algorithm": a, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,

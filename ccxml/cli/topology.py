@@ -93,6 +93,8 @@ def _gbps(x: float) -> str:
 
 
 def _us(x: float) -> str:
+    if 0 < x < 5e-9:                # a NIC's per-message gap: nanoseconds
+        return f"{x * 1e9:.2f} ns"
     return f"{x * 1e6:.2f} us"
 
 
@@ -130,6 +132,12 @@ def describe_lines(topo) -> list[str]:
         for (kind, cap, lat, ovh), lns in sorted(groups.items(), key=lambda kv: kv[1][0]):
             out.append(f"#   {kind:<8} {len(lns):>5}  {_gbps(cap):>12}  {_us(lat):>9}  "
                        f"{(_us(ovh) if ovh else '-'):>9}  {net.link_name(lns[0])}")
+        if spec.proxy is not None:
+            out.append(f"# nic proxy: {spec.proxy} (" + (
+                "NCCL's reading: a network step's latency is latency; the port is busy its "
+                "overhead per message" if spec.proxy == "nic" else
+                "a proxy handling one message at a time: proxy_overhead per message, serialised "
+                "in the port") + "; docs/nic-model.md)")
         if net.nics:
             pairs = ", ".join(f"gpu{g}>{net.device_names[net.nics[k]]}" for g, k in enumerate(net.rail_of))
             out.append(f"# rail pairs (a GPU's traffic to other nodes leaves through): {pairs}")

@@ -28,8 +28,9 @@ topo -m`` shows it there (GPUs in file order; :data:`CUBE_MESH`: two links 0-3, 
 without ``<net>`` gets its PCIe link's bandwidth as its port speed.
 
 Latencies, per-message NIC overhead and γ are the presets' (``presets/dgx-h100.toml``): NVLink
-3.4 µs per GPU-to-GPU route, PCIe 5.7 µs, network 2.7 µs + 11.3 µs overhead per message (NCCL
-``tuning.cc``), γ = 3 bytes / memory bandwidth (H100 3.35 TB/s, A100 2.039 TB/s, V100 0.9 TB/s).
+3.4 µs per GPU-to-GPU route, PCIe 5.7 µs, network 14 µs (NCCL ``tuning.cc``) with a 4.65 ns
+per-message gap in the port, or with ``proxy = "serial"`` 2.7 µs + 11.3 µs per message serialised
+(docs/nic-model.md), γ = 3 bytes / memory bandwidth (H100 3.35 TB/s, A100 2.039 TB/s, V100 0.9 TB/s).
 
 Defects (an NVLink that names its own GPU, a missing or one-sided peer, a bad number) are each
 reported in one line in :attr:`NcclTopology.notes` and the defective element is left out; a file
@@ -69,7 +70,7 @@ CUBE_MESH = ((0, 1, 1), (0, 2, 1), (0, 3, 2), (0, 4, 2), (1, 2, 2), (1, 3, 1), (
              (2, 6, 1), (3, 7, 1), (4, 5, 1), (4, 6, 1), (4, 7, 2), (5, 6, 2), (5, 7, 1), (6, 7, 2))
 NVLINK_ROUTE_LATENCY = 3.4e-6
 PCI_ROUTE_LATENCY = 5.7e-6
-NIC_LATENCY, NIC_OVERHEAD = 1.35e-6, 11.3e-6
+NIC_LATENCY, NIC_OVERHEAD, NIC_PROXY_OVERHEAD = 7e-6, 4.65e-9, 11.3e-6
 
 
 @dataclass
@@ -231,7 +232,8 @@ class _Reader:
                 self.nic_ports(nic_el, hub, bw, f"nic:{busid}")
             else:
                 name = f"nic:{busid}"
-                self.device(name, "nic", bandwidth=bw * 1e9, latency=NIC_LATENCY, overhead=NIC_OVERHEAD)
+                self.device(name, "nic", bandwidth=bw * 1e9, latency=NIC_LATENCY, overhead=NIC_OVERHEAD,
+                            proxy_overhead=NIC_PROXY_OVERHEAD)
                 self.nics.append(name)
                 self.link(name, parent, bw, "pcie")
                 self.note(f"nic {busid}: no <net speed>; its PCIe link's {bw:g} GB/s taken as its "
@@ -255,7 +257,7 @@ class _Reader:
                 mbps = 10000
             name = f"{prefix}:{net.get('name') or k}"
             self.device(name, "nic", bandwidth=mbps / 8000.0 * 1e9, latency=NIC_LATENCY,
-                        overhead=NIC_OVERHEAD)
+                        overhead=NIC_OVERHEAD, proxy_overhead=NIC_PROXY_OVERHEAD)
             self.nics.append(name)
             self.link(name, parent, bw, "pcie")
 

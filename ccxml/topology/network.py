@@ -12,7 +12,14 @@ runs on:
   A GPU's ports (NVLink, xGMI, HCCS, PCIe) are links like any other: its traffic to several peers
   shares them. A switch has no capacity of its own (non-blocking).
 * **NICs** are devices with a network port: ``bandwidth``, ``latency`` and ``overhead`` (s per
-  message, see :class:`Route`) describe the link from the NIC to the fabric and back.
+  message, see :class:`Route`) describe the link from the NIC to the fabric and back. How the
+  per-message work of the GPU's network proxy is read (``proxy``, docs/nic-model.md): ``"nic"``
+  (default; NCCL's own tuning model, ``src/graph/tuning.cc``) — a network step's latency is
+  latency, overlapping across messages in flight, and the port is busy ``overhead`` (the NIC's
+  message gap, nanoseconds) per message; ``"serial"`` — ``proxy_overhead`` seconds of it are work
+  of a proxy that handles one message at a time: they leave the route's latency (half from each
+  of the two ports a network route crosses) and are added to the port's per-message
+  ``overhead``, serialised. :meth:`NetworkSpec.with_proxy` switches a spec's reading.
 * **Fabric** (``kind``): ``rail`` — one leaf switch per NIC index ("rail"), NIC k of every node on
   leaf k, the leaves joined by a spine layer with ``1 / oversubscription`` of the leaves' downlink
   bandwidth (1 = non-blocking); ``switch`` — every NIC on one ideal non-blocking switch; ``none``
@@ -45,8 +52,10 @@ mesh). File format (TOML; JSON keys are the same)::
     name = "nic{g}"
     kind = "nic"
     bandwidth = 50e9               # B/s per direction, to the fabric
-    latency = 1.35e-6
-    overhead = 11.3e-6             # s per message, serialised in the port
+    latency = 7e-6                 # per port: a network route crosses two
+    overhead = 4.65e-9             # s per message, serialised in the port
+    proxy = "nic"                  # or "serial": proxy_overhead per message, one at a time
+    proxy_overhead = 11.3e-6
     [[network.links]]
     a = "gpu{g}"
     b = "nvswitch"
@@ -71,6 +80,7 @@ from ccxml.vocab import limits
 from ccxml.vocab.errors import TopologyError
 
 DEVICE_KINDS = ("nvswitch", "pcie-switch", "cpu", "nic", "switch")
+PROXY_READINGS = ("nic", "serial")
 FABRIC_KINDS = ("rail", "switch", "none")
 #: the kinds of device that never forward traffic inside a server
 _ENDPOINTS = ("gpu", "nic")
@@ -100,7 +110,8 @@ Rate = Annotated[float, BeforeValidator(_rate)]
 
 class DeviceSpec(BaseModel):
     """A switch, CPU socket or NIC of one server. A NIC's ``bandwidth`` (B/s per direction),
-    ``latency`` (s) and ``overhead`` (s per message) describe its port to the fabric."""
+    ``latency`` (s) and ``overhead`` (s per message) describe its port to the fabric; ``proxy``
+    and ``proxy_overhead`` how the GPU's network proxy is read (see the module docstring)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -109,6 +120,14 @@ class DeviceSpec(BaseModel):
     bandwidth: Rate | None = None
     latency: Seconds = 0.0
     overhead: Seconds = 0.0
+    proxy: Literal["nic", "serial"] = "nic"
+    proxy_overhead: Seconds = 0.0
+
+    def port(self) -> tuple[float, float]:
+        """(latency, overhead) of the NIC's port under its ``proxy`` reading."""
+        if self.proxy == "serial" and self.proxy_overhead:
+            return self.latency - self.proxy_overhead / 2, self.overhead + self.proxy_overhead
+        return self.latency, self.overhead
 
 
 class LinkSpec(BaseModel):
@@ -191,6 +210,21 @@ class NetworkSpec(BaseModel):
     def to_dict(self) -> dict:
         """The file form (``[network]`` table), JSON-serialisable; defaults left out."""
         return self.model_dump(exclude_defaults=True)
+
+    @property
+    def proxy(self) -> str | None:
+        """The proxy reading of the NICs that give a ``proxy_overhead`` (None: no NIC gives one,
+        so both readings are the same network)."""
+        modes = {d.proxy for d in self.devices if d.kind == "nic" and d.proxy_overhead}
+        return None if not modes else modes.pop() if len(modes) == 1 else "mixed"
+
+    def with_proxy(self, mode: str) -> "NetworkSpec":
+        """The same network with every NIC's proxy read as ``mode`` ("nic" or "serial")."""
+        if mode not in PROXY_READINGS:
+            raise TopologyError(f"proxy must be one of {', '.join(PROXY_READINGS)}, got {mode!r}")
+        devices = tuple(d.model_copy(update={"proxy": mode}) if d.kind == "nic" else d
+                        for d in self.devices)
+        return self.model_copy(update={"devices": devices})
 
 
 # ---- template expansion ------------------------------------------------------------------------
@@ -285,7 +319,11 @@ class Network:
                     if d.bandwidth is None:
                         raise TopologyError(f"nic {name!r} needs a bandwidth (B/s per direction)")
                     nic_port[len(names)] = d
-                elif d.bandwidth is not None or d.overhead:
+                    if d.port()[0] < 0:
+                        raise TopologyError(f"nic {name!r}: proxy_overhead {d.proxy_overhead:g} s is "
+                                            f"more than the two ports' latency (2 x {d.latency:g} s) "
+                                            f"it is taken from with proxy = \"serial\"")
+                elif d.bandwidth is not None or d.overhead or d.proxy_overhead:
                     raise TopologyError(f"device {name!r} ({d.kind}): only a nic has a bandwidth "
                                         f"or overhead; give link bandwidths on its links")
                 names.append(name)
@@ -384,10 +422,11 @@ class Network:
         for n in range(N):
             for k, v in enumerate(self.nics):
                 port = nic_port[v]
-                self._nic_up[(n, k)] = self._add_link(n * V + v, leaves[k], port.bandwidth, port.latency,
-                                                      "net", port.overhead)
+                lat, ovh = port.port()
+                self._nic_up[(n, k)] = self._add_link(n * V + v, leaves[k], port.bandwidth, lat,
+                                                      "net", ovh)
                 self._nic_down[(n, k)] = self._add_link(leaves[k], n * V + v, port.bandwidth,
-                                                        port.latency + f.latency, "net")
+                                                        lat + f.latency, "net")
         if self.fabric == "rail" and len(self.nics) > 1:
             if f.spine == "ecmp":
                 # one spine switch per node-port of a leaf, every leaf linked to every spine switch
@@ -508,5 +547,5 @@ class Network:
         return f"{self.name}, {shape}" + (f", {self.fabric} fabric" if self.nodes > 1 else "")
 
 
-__all__ = ["DEVICE_KINDS", "FABRIC_KINDS", "DeviceSpec", "FabricSpec", "LinkSpec", "Network",
+__all__ = ["DEVICE_KINDS", "FABRIC_KINDS", "PROXY_READINGS", "DeviceSpec", "FabricSpec", "LinkSpec", "Network",
            "NetworkSpec", "Route", "ecmp"]

@@ -20,7 +20,9 @@ def test_topology_show_prints_what_the_model_uses():
     assert out.startswith("# topology: dgx-h100: 2 nodes x 8 GPUs, rail fabric (shared links)")
     assert "#   nvlink      32      450 GB/s" in out and "#   net         16       50 GB/s" in out
     assert "rank 0 -> rank 8 (next node, same local GPU): n0.gpu0 > n0.pcie0 > n0.nic0 > rail0 > n1.nic0" in out
-    assert "alpha 14.00 us (latency 2.70 us + overhead 11.30 us), bottleneck 50 GB/s" in out
+    # NCCL's reading (docs/nic-model.md): the 14 us step is latency, the port's gap 4.65 ns
+    assert "alpha 14.00 us (latency 14.00 us + overhead 4.65 ns), bottleneck 50 GB/s" in out
+    assert "# nic proxy: nic (NCCL's reading" in out
     assert "busbw bounds (GB/s, from the cuts each collective must cross): allreduce 513.0" in out
     code, out, _ = run("topology", "show", "--preset", "flat", "--json")
     assert code == 0 and json.loads(out)["topology"]["intra"]["beta"] == 1e-11

@@ -9,7 +9,7 @@ import pytest
 
 from ccxml.topology import Topology, TopologyError, load_preset, load_topology, preset_names
 from ccxml.topology.model import PRESET_DIR
-from ccxml.topology.network import ecmp
+from ccxml.topology.network import Network, ecmp
 
 PRESETS = ["ascend-910b", "dgx-a100", "dgx-h100", "flat", "mi300x", "pcie"]
 
@@ -37,7 +37,7 @@ def test_every_preset_figure_names_its_source():
         tomllib.loads(text)
         defined = set(re.findall(r"^#\s+\[(\w+)\]", text, re.M))
         for line in text.splitlines():
-            m = re.match(r"\s*(bandwidth|latency|overhead|gamma|alpha|beta)\s*=\s*[0-9.e+-]+\s*(#.*)?$", line)
+            m = re.match(r"\s*(bandwidth|latency|overhead|proxy_overhead|gamma|alpha|beta)\s*=\s*[0-9.e+-]+\s*(#.*)?$", line)
             if not m:
                 continue
             assert m.group(2), f"{name}: {line.strip()!r} has no source comment"
@@ -56,7 +56,17 @@ def test_dgx_h100_is_what_the_issue_describes():
     assert net.rail_of == list(range(8))
     # cross-rail traffic goes through the (non-blocking) spine
     assert "spine" in names(net, net.route(1, 10))
-    assert net.route(0, 1).alpha == pytest.approx(3.4e-6) and inter.alpha == pytest.approx(14e-6)
+    assert net.route(0, 1).alpha == pytest.approx(3.4e-6)
+    # NCCL's reading (tuning.cc): the 14 us network step is latency; the port's per-message gap is
+    # 1 / 215e6 messages/s
+    assert inter.latency == pytest.approx(14e-6) and inter.overhead == pytest.approx(4.65e-9)
+    # proxy = "serial": 11.3 us of the step is per-message work serialised in the sender's port
+    spec = load_preset("dgx-h100", 2).network
+    assert spec.proxy == "nic" and spec.with_proxy("serial").proxy == "serial"
+    serial = Network(spec.with_proxy("serial")).route(0, 8)
+    assert serial.latency == pytest.approx(2.7e-6) and serial.overhead == pytest.approx(11.3e-6 + 4.65e-9)
+    assert serial.alpha == pytest.approx(inter.alpha) and serial.links == inter.links
+    assert len(serial.setup) == 1 and net.link_kind[serial.setup[0]] == "net"
 
 
 def test_a100_pcie_switches_pair_gpus_and_nics_in_order():
@@ -180,3 +190,23 @@ def test_unreachable_gpu_is_refused():
     data["network"]["links"][0]["a"] = "gpu{g/2}"          # gpu0 and gpu1 only
     with pytest.raises(TopologyError, match="gpu0 cannot reach gpu2|gpu2 has no link"):
         Topology.from_dict(data).graph()
+
+
+def test_a_serial_proxy_needs_the_latency_it_is_taken_from():
+    """proxy = "serial" moves proxy_overhead out of the route's latency (half from each of the
+    two ports a network route crosses); more than that is a one-line error, and only a NIC has it."""
+    nic = {"name": "nic{g}", "kind": "nic", "bandwidth": 50e9, "latency": 1e-6,
+           "proxy": "serial", "proxy_overhead": 3e-6}
+    spec = {"gpus": 2, "nodes": 2, "devices": [nic],
+            "links": [{"a": "gpu{g}", "b": "nic{g}", "bandwidth": 50e9},
+                      {"a": "gpu0", "b": "gpu1", "bandwidth": 100e9}]}
+    with pytest.raises(TopologyError, match="proxy_overhead"):
+        Topology.from_dict({"network": spec}).graph()
+    ok = Topology.from_dict({"network": {**spec, "devices": [{**nic, "proxy_overhead": 2e-6}]}})
+    r = ok.graph().route(0, 2)
+    assert r.latency == pytest.approx(0.0, abs=1e-15) and r.overhead == pytest.approx(2e-6)
+    nic_reading = Network(ok.network.with_proxy("nic")).route(0, 2)
+    assert nic_reading.latency == pytest.approx(2e-6) and nic_reading.overhead == 0
+    with pytest.raises(TopologyError, match="only a nic"):
+        Topology.from_dict({"network": {**spec, "devices": [
+            {**nic, "proxy_overhead": 0.0}, {"name": "sw", "kind": "switch", "proxy_overhead": 1e-6}]}}).graph()
