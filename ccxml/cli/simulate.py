@@ -417,8 +417,8 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
     unavailable = [(name, reason)] for algorithms that cannot build this shape.
     ``schedules``: a dict that keeps the built schedules (with their verification verdicts) by
-    name, to rank them again on a
-    topology of the same shape (another reading of its NICs) without building them twice.
+    name, to rank them again on a topology of the same shape (another reading of its NICs)
+    without building them twice.
     """
     from ccxml.algorithms import registry
     from ccxml.simulator import simulate_schedule
