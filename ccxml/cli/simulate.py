@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import click
 
-from ccxml.cli.options import opt_option, read_opts
-from ccxml.cli.topology import ranks_of, resolve, topology_options
+from ccxml.cli.options import SIZE, opt_option, read_opts
+from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
 from ccxml.vocab.wire import Coll
 
 COLL_NAMES = [c.value for c in Coll]
@@ -213,6 +213,8 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
             raise click.UsageError(f"--coll {coll} does not match the file's coll={schedule.coll}")
         topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma,
                               schedule=schedule)
+        check_fit(topo, schedule.ngpus or len(schedule.gpus), schedule=os.path.basename(target),
+                  topology_file=topology_file, preset=preset, nodes=nodes)
         return Target([schedule] * len(sizes), os.path.basename(target), topo, notes, True)
     topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
     if coll is None or (ranks is None and topo.nranks is None):
@@ -220,6 +222,7 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
                                f"--ranks and --coll (e.g. ccxml {command} ring --ranks 8 --coll "
                                f"allreduce; --preset/--nodes give the ranks too)")
     ranks = ranks_of(topo, ranks)
+    check_fit(topo, ranks, topology_file=topology_file, preset=preset, nodes=nodes)
     try:
         schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts)
     except ValueError as e:
@@ -232,9 +235,9 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
 @click.command("simulate")
 @click.argument("target")
 @target_options
-@click.option("--bytes", "nbytes", default=None, help="One message size, e.g. 8M.")
-@click.option("-b", "--minbytes", default=None, help="Sweep start (default 1K).")
-@click.option("-e", "--maxbytes", default=None, help="Sweep end (default 1G).")
+@click.option("--bytes", "nbytes", type=SIZE, default=None, help="One message size, e.g. 8M.")
+@click.option("-b", "--minbytes", type=SIZE, default=None, help="Sweep start (default 1K).")
+@click.option("-e", "--maxbytes", type=SIZE, default=None, help="Sweep end (default 1G).")
 @click.option("-f", "--stepfactor", type=float, default=2.0, show_default=True,
               help="Sweep multiplication factor.")
 @topology_options
@@ -379,7 +382,7 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
 @click.option("--ranks", "-n", type=int, default=None,
               help="Ranks (default: the topology's rank count).")
 @click.option("--coll", "-c", type=click.Choice(COLL_NAMES), required=True, help="Collective.")
-@click.option("--bytes", "nbytes", required=True, help="Message size, e.g. 8M.")
+@click.option("--bytes", "nbytes", type=SIZE, required=True, help="Message size, e.g. 8M.")
 @click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
 @topology_options
 @flat_options
@@ -391,15 +394,11 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     --preset NAME --nodes N ranks on that cluster, with its links shared."""
     from ccxml.simulator import busbw_bound
     from ccxml.simulator.rules import hccl_rule
-    from ccxml.vocab.errors import TopologyError
     from ccxml.vocab.sizes import format_size
     n = _sizes(nbytes, None, None, 2.0)[0]
     topo, topo_notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
     ranks = ranks_of(topo, ranks)
-    try:
-        topo.check_ranks(ranks)
-    except TopologyError as e:
-        _fail(str(e))
+    check_fit(topo, ranks, topology_file=topology_file, preset=preset, nodes=nodes)
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
     ranked, skipped = rank_algorithms(coll, ranks, n, topo, root)

@@ -84,8 +84,8 @@ def stride_ring(site, monkeypatch):
 
 
 def rows(out: str) -> dict[str, list[str]]:
-    """``ccxml list``'s matrix: name -> the rest of its row."""
-    return {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if line.strip()}
+    """``ccxml list``'s matrix (up to its first blank line): name -> the rest of its row."""
+    return {line.split()[0]: line.split()[1:] for line in out.split("\n\n")[0].splitlines()[1:]}
 
 
 # ---- a working plugin ------------------------------------------------------------------------
