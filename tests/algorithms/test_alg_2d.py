@@ -41,7 +41,8 @@ def test_every_schedule_verifies(name, target):
             _verified(name, s, m, target, inplace=True)
 
 
-@pytest.mark.parametrize("target", sorted(PROFILES))
+@pytest.mark.parametrize("target", [t if t == "exec" else pytest.param(t, marks=pytest.mark.slow)
+                                    for t in sorted(PROFILES)])      # the other targets: a sweep
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_8x8_verifies(name, target):
     _verified(name, 8, 8, target)
