@@ -118,7 +118,7 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
               help="Smallest message size the runtime picks this file for (e.g. 64K).")
 @click.option("--max-bytes", type=SIZE, default=0, show_default=True,
               help="Largest message size the runtime picks this file for (e.g. 1M); 0 = unlimited. "
-                   "It also sets how long the file's messages may be: see below.")
+                   "It also sets how long the file's messages may be: see above.")
 @click.option("--counts", type=click.Path(dir_okay=False), default=None,
               help="alltoallv: CSV file with a PxP matrix of chunk counts.")
 @click.option("--no-fuse", is_flag=True, help="Do not fuse receive+send into rcs/rrs/rrcs.")
@@ -162,7 +162,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     messages cut"); a finite --max-bytes cuts fewer, longer messages.
 
     The default output file is out/ALGORITHM_COLL_N.xml, with the options that change the schedule
-    added to its name (out/2d-torus_allreduce_16_servers4.xml); -o names it."""
+    added to its name (--servers 4 --ranks-per-server 4: out/2d-torus_allreduce_16_4x4.xml,
+    --preset dgx-h100 --nodes 2: out/2d-torus_allreduce_16_dgx-h100x2.xml); -o names it."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
     _check_dump_after(dump_after, target, no_fuse)
     opts = read_opts(opts)
