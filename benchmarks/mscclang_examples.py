@@ -6,7 +6,7 @@ PATH is the ``examples/mscclang`` folder of a microsoft/msccl-tools or Azure/msc
 (neither is part of ccxml). Each script runs unchanged, in a process of its own, with the
 arguments Azure/msccl-tools' CI uses (tests/configs/test-config.json) or, for the scripts that
 list has not, those its comments and argument help give; then ``ccxml verify`` proves every file
-it wrote. Prints one Markdown row per script (the table in the README) and a summary; a script
+it wrote. Prints one Markdown row per script (the table in docs/benchmarks.md) and a summary; a script
 that is not in the list below runs without arguments. MSCCL++ programs (``mscclpp/``) are a
 different language (JSON execution plans, not MSCCL XML) and are listed apart.
 """

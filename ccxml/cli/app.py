@@ -13,6 +13,8 @@ import warnings
 
 import click
 
+from ccxml.vocab.files import Terminated
+
 # command name -> (module, attribute, one-line help)
 COMMANDS = {
     "generate": ("ccxml.cli.generate", "generate", "Generate an algorithm's MSCCL XML."),
@@ -21,6 +23,7 @@ COMMANDS = {
     "simulate": ("ccxml.cli.simulate", "simulate", "Estimate a schedule's time (alpha-beta-gamma)."),
     "select": ("ccxml.cli.simulate", "select", "Rank algorithms for a collective by simulated time."),
     "show": ("ccxml.cli.show", "show", "Draw a schedule's simulated timeline (HTML page or SVG)."),
+    "export": ("ccxml.cli.export", "export", "Write a schedule as another format (Chakra traces, MSCCL XML)."),
     "tune": ("ccxml.cli.tune", "tune", "Write a verified MSCCL_ALGO_DIR for a cluster."),
     "topology": ("ccxml.cli.topology", "topology", "Show the topology model (presets, files)."),
     "mscclang": ("ccxml.cli.mscclang", "mscclang", "Compile an msccl-tools (MSCCLang) script, unchanged."),
@@ -53,7 +56,8 @@ class LazyGroup(click.Group):
     """The ``ccxml`` group: commands are imported when run, and run as a program (click's
     standalone mode) a usage error or ClickException is one line ``ccxml: ...`` on stderr and
     exit code 2 (printed by rank 0 only under ``mpiexec ... ccxml run``), never click's usage
-    block or a traceback; an abort exits 130."""
+    block or a traceback; an abort exits 130, SIGTERM or SIGHUP during a write 128 + its number
+    (:func:`ccxml.vocab.files.signals_raise`)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         from ccxml.vocab.errors import PluginWarning
@@ -75,6 +79,9 @@ class LazyGroup(click.Group):
                 sys.exit(0)
             click.echo(f"ccxml: {e.format_message()}", err=True)
             sys.exit(2)
+        except Terminated as e:     # SIGTERM/SIGHUP during a write: its temporary file is gone
+            click.echo(f"ccxml: {e.name} while writing: stopped, no partial file left", err=True)
+            sys.exit(e.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def parse_args(self, ctx, args):

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ccxml.cli.options import OWN_OPTIONS, SIZE, opt_option, read_opts
+from ccxml.cli.options import OUTPUT, OWN_OPTIONS, SIZE, cannot_write, opt_option, read_opts
 from ccxml.passes.pipeline import PASS_NAMES, pipeline
 from ccxml.vocab.wire import PROFILES, Coll, Proto, profile
 
@@ -122,9 +122,10 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
 @click.option("--counts", type=click.Path(dir_okay=False), default=None,
               help="alltoallv: CSV file with a PxP matrix of chunk counts.")
 @click.option("--no-fuse", is_flag=True, help="Do not fuse receive+send into rcs/rrs/rrcs.")
-@click.option("--verify", "do_verify", is_flag=True, help="Verify the written file with the interpreter.")
+@click.option("--verify", "do_verify", is_flag=True, help="Verify the bytes written with the interpreter.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@click.option("-o", "--output", default=None, help="Output path, or - for stdout (default out/<algo>_<coll>_<N>.xml).")
+@click.option("-o", "--output", type=OUTPUT, default=None,
+              help="Output path, or - for stdout (default out/<algo>_<coll>_<N>.xml).")
 @click.option("--servers", type=int, default=None, help="Hierarchical algorithms: number of servers.")
 @click.option("--ranks-per-server", type=int, default=None, help="Hierarchical algorithms: ranks per server.")
 @click.option("--groups", default=None, help="Hierarchical algorithms: group sizes, e.g. 2,3 or 4x8.")
@@ -143,7 +144,7 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
 @click.option("--dump-after", multiple=True, metavar="PASS",
               help="Print the IR after PASS, one line per step (repeatable). Passes: "
                    + ", ".join(PASS_NAMES) + ".")
-@click.option("--dump-to", default="-", show_default=True, metavar="PATH",
+@click.option("--dump-to", type=OUTPUT, default="-", show_default=True, metavar="PATH",
               help="Where --dump-after writes: - for stdout, or a file.")
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
              counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
@@ -210,7 +211,9 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             if timer is not None:
                 timer.lap(f"(--dump-after {ps.name})")
 
+    from ccxml.vocab.files import names_stdout
     from ccxml.writer.files import write_atomic
+    to_stdout = output == "-" or names_stdout(where)       # -o -, /dev/stdout: the summary goes to stderr
     try:
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
             prog = build_program(algorithm, coll, ranks, root=root, counts=matrix,
@@ -227,18 +230,20 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                     try:
                         write_atomic(dump_to, dumps)
                     except OSError as e:
-                        _fail(f"cannot write {dump_to}: {e.strerror}")
+                        _fail(cannot_write(dump_to, e))
             from ccxml.writer.msccl import to_xml, xml_parts
             if output == "-":
                 source = to_xml(algo, target)   # kept for --verify
                 sys.stdout.write(source)
             else:
-                # streamed to the file, a GPU at a time; --verify reads the file back
-                source = None
+                # streamed to the file, a GPU at a time; with --verify, the bytes are kept and
+                # verified as written (the path may be /dev/null or a FIFO: never read back)
+                source = (b"".join(part.encode("utf-8") for part in xml_parts(algo, target))
+                          if do_verify else None)
                 try:
-                    write_atomic(where, xml_parts(algo, target))
+                    write_atomic(where, xml_parts(algo, target) if source is None else source)
                 except OSError as e:
-                    _fail(f"cannot write {where}: {e.strerror}")
+                    _fail(cannot_write(where, e))
             if timer is not None:
                 timer.lap("writer")
             bar.update(1)
@@ -249,7 +254,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     window = f"{algo.minBytes}..{algo.maxBytes or 'unlimited'}"
     click.echo(f"wrote {where}: {algorithm} {coll}, {ranks} ranks, {ntbs} TBs, {nsteps} steps, "
                f"{algo.nchannels} channels, bytes {window}, target {target}{_cut_clause(algo)}",
-               err=output == "-")
+               err=to_stdout)
     if Coll(coll).rooted:               # msccl-runtime.md §7: the runtime never matches on the root
         click.echo(f"ccxml: warning: {where} is right for root {root} only: the MSCCL runtime ignores "
                    f"the root and also runs it, with wrong results, for a {coll} from any other root",
@@ -257,10 +262,10 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     if do_verify:
         from ccxml.interpreter import verify as run_verify
         with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
-            if source is None:  # the file just written, through a rename: mapped, not copied
-                from ccxml.loader.reader import load
+            if isinstance(source, bytes):       # the bytes written to the file
+                from ccxml.loader.reader import loads
                 try:
-                    source = load(where, mapped=True)
+                    source = loads(source, where)
                 except ValueError as e:         # (its message starts with the path)
                     click.echo(f"FAIL {e}", err=True)
                     sys.exit(1)
@@ -271,7 +276,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         if not report.ok:
             click.echo(f"FAIL {where}: {report.first_reason}", err=True)
             sys.exit(1)
-        click.echo(f"PASS {where}", err=output == "-")
+        click.echo(f"PASS {where}", err=to_stdout)
     if timer is not None:
         click.echo(timer.table(f"{algorithm} {coll}, {ranks} ranks, target {target}"), err=True)
 

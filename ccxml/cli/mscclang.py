@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ccxml.cli.options import SIZE
+from ccxml.cli.options import OUTPUT, SIZE, cannot_write
 from ccxml.vocab.wire import PROFILES
 
 
@@ -16,7 +16,11 @@ def _fail(message: str):
 
 def output_paths(output: str | None, outputs) -> list[str]:
     """Where each program's XML goes: ``-o PATH`` (a second program: PATH-2.xml, ...), else
-    out/<program>_<ranks>.xml (a repeated name numbered the same way)."""
+    out/<program>_<ranks>.xml (a repeated name numbered the same way). A device, FIFO or
+    /dev/stdout gets every program, in order."""
+    from ccxml.vocab.files import is_stream
+    if output and is_stream(output):
+        return [output] * len(outputs)
     paths: list[str] = []
     for n, out in enumerate(outputs):
         base = output or os.path.join("out", f"{out.name}_{out.ngpus}.xml")
@@ -41,7 +45,7 @@ def output_paths(output: str | None, outputs) -> list[str]:
 @click.option("--max-bytes", type=SIZE, default=0, show_default=True,
               help="Largest message size the runtime picks the files for (e.g. 1M); 0 = unlimited. "
                    "It also bounds message length (ccxml generate --help says how).")
-@click.option("-o", "--output", default=None,
+@click.option("-o", "--output", type=OUTPUT, default=None,
               help="Output path, or - for stdout (default out/<program>_<ranks>.xml; a second "
                    "program of the script: PATH-2.xml, ...).")
 @click.option("--verify", "do_verify", is_flag=True,
@@ -74,8 +78,10 @@ def mscclang(target, min_bytes, max_bytes, output, do_verify, script, args):
         sys.exit(1)
     if not sess.outputs:
         _fail(f"{script} produced no XML (it never called XML())")
+    from ccxml.vocab.files import names_stdout
     from ccxml.writer.files import write_atomic
-    paths = ["-"] * len(sess.outputs) if output == "-" else output_paths(output, sess.outputs)
+    paths = output_paths(output, sess.outputs)
+    to_stdout = bool(output) and names_stdout(output)
     for path, out in zip(paths, sess.outputs):
         if path == "-":
             sys.stdout.write(out.text)
@@ -83,11 +89,11 @@ def mscclang(target, min_bytes, max_bytes, output, do_verify, script, args):
             try:
                 write_atomic(path, out.text)
             except OSError as e:
-                _fail(f"cannot write {path}: {e.strerror}")
+                _fail(cannot_write(path, e))
         click.echo(f"wrote {'stdout' if path == '-' else path}: MSCCLang {out.name} ({out.coll}), "
                    f"{out.ngpus} ranks, {out.tbs} TBs, {out.steps} steps, {out.nchannels} "
                    f"channels, bytes {min_bytes}..{max_bytes or 'unlimited'}, target {target}",
-                   err=output == "-")
+                   err=to_stdout)
     if do_verify:
         from ccxml.interpreter import verify
         for path, out in zip(paths, sess.outputs):
@@ -96,4 +102,4 @@ def mscclang(target, min_bytes, max_bytes, output, do_verify, script, args):
             if not report.ok:
                 click.echo(f"FAIL {where}: {report.first_reason}", err=True)
                 sys.exit(1)
-            click.echo(f"PASS {where}", err=output == "-")
+            click.echo(f"PASS {where}", err=to_stdout)

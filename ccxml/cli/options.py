@@ -60,3 +60,27 @@ class Size(click.ParamType):
 
 #: the type of every size option (``--bytes``, ``-b``/``-e``, ``--min-bytes``/``--max-bytes``)
 SIZE = Size()
+
+
+class OutputPath(click.ParamType):
+    """A path to write (``-o``, ``--junit``, ``--dump-to``, ``--plot``): any text but the empty
+    one, which names no file (a usage error, exit 2, instead of a default place).
+    What each kind of path gets: :mod:`ccxml.vocab.files`."""
+
+    name = "path"
+
+    def convert(self, value, param, ctx):
+        if value is not None and not str(value).strip():
+            what = "an empty path" if value == "" else f"a blank path {value!r}"
+            self.fail(f"{what} names no file", param, ctx)
+        return value
+
+
+#: the type of every option that names a file to write
+OUTPUT = OutputPath()
+
+
+def cannot_write(path: str, e: BaseException) -> str:
+    """The line for a write that failed: ``cannot write PATH: reason``."""
+    reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    return f"cannot write {path}: {reason}"

@@ -143,7 +143,7 @@ def _prepare(MPI, path, inplace, root, counts_path):
     except OSError as e:
         err = f"{e.filename or path}: {e.strerror or e}"
     except ValueError as e:                  # LoadError, ExecutionError, CollectiveError, ...
-        err = str(e)
+        err = str(e) if path in str(e) else f"{path}: {e}"     # (a gpu id twice: name the file)
     _agree(world, err, 2)
     return loaded
 

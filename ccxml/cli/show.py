@@ -10,7 +10,7 @@ import os
 
 import click
 
-from ccxml.cli.options import SIZE
+from ccxml.cli.options import OUTPUT, SIZE, cannot_write
 from ccxml.cli.simulate import _fail, _sizes, _window_warning, flat_options, load_target, target_options
 from ccxml.cli.topology import topology_options
 
@@ -25,7 +25,7 @@ DEFAULT_BYTES = "1M"
 @click.option("--bytes", "nbytes", type=SIZE, default=DEFAULT_BYTES, show_default=True, help="Message size, e.g. 64M.")
 @topology_options
 @flat_options
-@click.option("-o", "--output", required=True,
+@click.option("-o", "--output", type=OUTPUT, required=True,
               help="OUT.html (one self-contained interactive page) or OUT.svg (a static picture).")
 def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, alpha, beta, gamma, output):
     """Draw how TARGET (an MSCCL XML file or an algorithm name) runs: one row per (rank, thread
@@ -61,8 +61,9 @@ def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, a
     try:
         write_atomic(output, text)
     except OSError as e:
-        _fail(f"cannot write {output}: {e.strerror or e}")
-    click.echo(f"wrote {output}: {tg.label}, {result.nranks} ranks, {len(view.rows)} thread blocks, "
+        _fail(cannot_write(output, e))
+    from ccxml.vocab.files import shown_path
+    click.echo(f"wrote {shown_path(output)}: {view.label}, {result.nranks} ranks, {len(view.rows)} thread blocks, "
                f"{len(view.steps)} steps, {result.time_s * 1e6:.2f} us at {format_size(n)} "
                f"({topo.describe()}), {len(text.encode('utf-8'))} bytes")
     for note in view.notes:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import click
 
-from ccxml.cli.options import SIZE, opt_option, read_opts
+from ccxml.cli.options import OUTPUT, SIZE, cannot_write, opt_option, read_opts
 from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
+from ccxml.vocab.files import file_text
 from ccxml.vocab.wire import Coll
 
 COLL_NAMES = [c.value for c in Coll]
@@ -32,8 +33,20 @@ def _schedule_from_text(text: str):
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
                        topology=None, target: str = "exec", opts: dict[str, str] | None = None,
                        **options):
-    """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule
-    (``algorithm`` may name a variant, ``NAME:VARIANT``, as :meth:`Registry.entries` lists them).
+    """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule:
+    :func:`compiled_algorithm`, written for ``target`` and read back by the loader."""
+    from ccxml.writer.msccl import to_xml
+    algo = compiled_algorithm(algorithm, coll, ranks, root=root, topology=topology, target=target,
+                              opts=opts, **options)
+    return _schedule_from_text(to_xml(algo, target))
+
+
+def compiled_algorithm(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
+                       topology=None, target: str = "exec", opts: dict[str, str] | None = None,
+                       **options):
+    """Build ``algorithm``'s ``coll`` for ``ranks`` ranks and compile it for ``target``: the
+    compiled Algo (``algorithm`` may name a variant, ``NAME:VARIANT``, as
+    :meth:`Registry.entries` lists them).
 
     The topology is handed to builders that take one (``topology``, ``groups`` or
     ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
@@ -43,7 +56,6 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     """
     from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
-    from ccxml.writer.msccl import to_xml
     algorithm, variant = registry.entry(algorithm)
     alg = registry.get(algorithm)
     c = Coll(coll)
@@ -54,8 +66,7 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
         kwargs.update(alg.parse_options(c, opts))
     prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs,
                           **variant)
-    algo = prog.compile(target)
-    return _schedule_from_text(to_xml(algo, target))
+    return prog.compile(target)
 
 
 def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *,
@@ -127,7 +138,7 @@ def _plot(path: str, label: str, rows, title: str) -> None:
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     if ext not in ("png", "svg", "pdf"):
         raise click.UsageError(f"--plot {path}: use a .png or .svg file name")
-    import tempfile
+    from ccxml.vocab.files import open_output
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.plot([r.nbytes for r in rows], [r.busbw / 1e9 for r in rows], marker="o", label=label)
     ax.set_xscale("log", base=2)
@@ -137,20 +148,11 @@ def _plot(path: str, label: str, rows, title: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".ccxml-", suffix="." + ext, dir=folder)
-        os.close(fd)
-        try:
-            fig.savefig(tmp, format=ext)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with open_output(path, binary=True) as f:       # a file: whole or not at all
+            fig.savefig(f, format=ext)
     except OSError as e:
-        _fail(f"cannot write {path}: {e.strerror or e}")
+        _fail(cannot_write(path, e))
     finally:
         plt.close(fig)
 
@@ -196,12 +198,14 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
     """TARGET (an MSCCL XML file, or an algorithm name built in memory for every size, §6, with
     its own options ``opts``) and the topology the options give; click errors (exit 2, one line)
     on bad input."""
-    is_file = os.path.exists(target) or target.lower().endswith(".xml")
+    is_file = os.path.lexists(target) or target.lower().endswith(".xml")
     if is_file and opts:
         raise click.UsageError("--opt goes with an algorithm name, not a file")
     if is_file:
-        if not os.path.isfile(target):
-            _fail(f"no such file: {target}")
+        from ccxml.vocab.files import input_problem
+        problem = input_problem(target)     # a directory, device, FIFO, loop: said, never read
+        if problem:
+            _fail(problem)
         from ccxml.loader.reader import load
         try:
             schedule = load(target)
@@ -245,7 +249,7 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
 @click.option("--links", "nlinks", type=int, default=5, show_default=True,
               help="Busiest links to list (0: none; --json lists all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--plot", default=None, help="Write busbw vs size to OUT.png or OUT.svg.")
+@click.option("--plot", type=OUTPUT, default=None, help="Write busbw vs size to OUT.png or OUT.svg.")
 @opt_option
 def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, topology_file,
              preset, nodes, gpu, alpha, beta, gamma, nlinks, as_json, plot, opts=()):
@@ -284,7 +288,7 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     if as_json:
         busiest = last.busiest_link
         doc = {
-            "schedule": {"name": schedule.name, "source": target, "coll": schedule.coll,
+            "schedule": {"name": file_text(schedule.name), "source": target, "coll": schedule.coll,
                          "ngpus": schedule.ngpus, "nchunksperloop": schedule.nchunksperloop,
                          "proto": schedule.proto},
             "topology": topo.to_dict(),

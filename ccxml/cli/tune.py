@@ -5,7 +5,7 @@ import os
 
 import click
 
-from ccxml.cli.options import SIZE
+from ccxml.cli.options import OUTPUT, SIZE
 from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
 from ccxml.vocab.wire import PROFILES
 
@@ -76,7 +76,7 @@ def _size(text, option):
               help="Root of broadcast/reduce files (the runtime ignores the root!).")
 @click.option("--channels", type=int, default=1, show_default=True, help="Channels per instance.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@click.option("-o", "--output", required=True, help="The directory to write (MSCCL_ALGO_DIR).")
+@click.option("-o", "--output", type=OUTPUT, required=True, help="The directory to write (MSCCL_ALGO_DIR).")
 def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max_bytes, factor,
          algorithms, forms, root, channels, quiet, output):
     """Write a directory the runtime can use as MSCCL_ALGO_DIR, every file verified.
@@ -89,7 +89,7 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
     """
     from ccxml.cli.progress import Progress
     from ccxml.simulator import DEFAULT_TOPOLOGY
-    from ccxml.tuning.engine import TuneConfig, check_directory, write_algo_dir
+    from ccxml.tuning.engine import TuneConfig, directory_lock, write_algo_dir
     from ccxml.tuning.engine import tune as run_tune
     from ccxml.vocab.errors import TuneError
     lo, hi = _size(min_bytes, "--min-bytes"), _size(max_bytes, "--max-bytes")
@@ -113,11 +113,11 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
                      forms=("outofplace", "inplace") if forms == "both" else (forms,),
                      root=root, channels=channels)
     try:
-        check_directory(output)                      # fail before the work, not after
-        jobs = len(cfg.colls) * len(cfg.forms)
-        with Progress(jobs, f"tuning {ranks} ranks", quiet=quiet) as bar:
-            result = run_tune(cfg, on_step=lambda done, label: bar.update(done - bar.pos, label))
-        mpath = write_algo_dir(result, output)
+        with directory_lock(output):                 # checks the directory: fails before the work
+            jobs = len(cfg.colls) * len(cfg.forms)
+            with Progress(jobs, f"tuning {ranks} ranks", quiet=quiet) as bar:
+                result = run_tune(cfg, on_step=lambda done, label: bar.update(done - bar.pos, label))
+            mpath = write_algo_dir(result, output)
     except TuneError as e:
         raise click.ClickException(str(e)) from None
     except OSError as e:

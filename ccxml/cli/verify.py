@@ -13,6 +13,7 @@ import os
 
 import click
 
+from ccxml.cli.options import OUTPUT
 from ccxml.vocab.wire import PROFILES, Coll
 
 
@@ -29,7 +30,7 @@ def _load_counts(path: str):
 
 
 @click.command("verify")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True)
 @click.option("--target", type=click.Choice(sorted(PROFILES)), default="exec", show_default=True,
               help="Runtime whose loader rules apply.")
 @click.option("--coll", type=click.Choice([c.value for c in Coll]), default=None,
@@ -41,7 +42,7 @@ def _load_counts(path: str):
               help="alltoallv: CSV matrix of chunk counts M[i][j] sent from rank i to rank j.")
 @click.option("--strict", is_flag=True,
               help="Fail a file on any warning too (a dependency released late, no postcondition verdict, ...).")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--junit", "junit_path", type=OUTPUT, default=None,
               help="Also write a JUnit XML report to this file: one test case per file, for CI dashboards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full reports as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -109,8 +110,10 @@ def _passes_as_legacy(run_verify, rep, target: str, fails, **options) -> bool:
 def _verify_one(run_verify, path: str, **options):
     """The Report for ``path``, or an Unusable when the file cannot be read or parsed."""
     from ccxml.interpreter.junit import Unusable
-    if not os.path.isfile(path):
-        return Unusable(path, f"{path}: no such file")
+    from ccxml.vocab.files import input_problem
+    problem = input_problem(path)       # a directory, device, FIFO, loop: said, never read
+    if problem:
+        return Unusable(path, problem)
     try:
         return run_verify(path, **options)
     except OSError as e:

@@ -103,8 +103,10 @@ def run_script(path: str, args, sess) -> int:
     """Run the script at ``path`` with ``args`` in session ``sess``; return its exit status
     (0 when it runs to its end). Raises MSCCLangError for an exception the script raised."""
     from ccxml.mscclang.program import session
-    if not os.path.isfile(path):
-        raise MSCCLangError(f"{path}: no such script")
+    from ccxml.vocab.files import input_problem
+    problem = input_problem(path)
+    if problem:
+        raise MSCCLangError(problem.replace("no such file", "no such script"))
     path = os.path.abspath(path)
     argv, syspath0 = sys.argv, list(sys.path)
     sys.argv = [path, *args]

@@ -28,6 +28,7 @@ from functools import cache
 from importlib import resources
 
 from ccxml.show.view import CATEGORIES, LINK_BINS, View, category
+from ccxml.vocab.files import file_text
 from ccxml.vocab.wire import StepType
 
 _TYPE_ORDER = {t.value: i for i, t in enumerate(StepType)}
@@ -55,7 +56,7 @@ def page_data(view: View) -> dict:
         "notes": list(view.notes), "tick": view.tick, "end": view.makespan,
         "cats": [c[0] for c in CATEGORIES], "cattypes": [list(c[1]) for c in CATEGORIES],
         "colors": [c[2] for c in CATEGORIES],
-        "types": types, "typecat": [category(t) for t in types], "bufs": bufs,
+        "types": types, "typecat": [category(t) for t in types], "bufs": [file_text(b) for b in bufs],
         "rows": [[r.gpu, r.tb, r.send, r.recv, r.chan, r.first, r.end] for r in view.rows],
         "steps": {"s": [s.index for s in steps], "t": [tix[x.type] for x in xml],
                   "a": [s.start for s in steps], "b": [s.end for s in steps],

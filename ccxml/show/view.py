@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ccxml.loader.model import ScheduleStep
+from ccxml.vocab.files import file_text, shown_path
 from ccxml.vocab.wire import StepType
 
 #: the five kinds of step in the legend: name, the wire step types it covers, its colour
@@ -179,5 +180,7 @@ def build_view(schedule, result, *, label: str, topology: str = "", notes: list[
              ("critical path", f"{len(tl.critical)} steps"),
              ("topology", topology or "-"),
              ("model", f"{result.model} links")]
-    return View(schedule.name, label, facts, tick, ticks(result.time_s), rows, steps, dep_pairs, sender,
-                receiver, [ref_id[c] for c in tl.critical], links, list(notes or []) + list(result.warnings))
+    # the loader holds a file's bytes one character each: the name as its UTF-8 spells it
+    return View(file_text(schedule.name), shown_path(label), facts, tick, ticks(result.time_s), rows, steps,
+                dep_pairs, sender, receiver, [ref_id[c] for c in tl.critical], links,
+                list(notes or []) + list(result.warnings))

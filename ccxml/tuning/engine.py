@@ -22,12 +22,12 @@ byte-identical files and manifest.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -508,16 +508,51 @@ def _previous_files(directory: str) -> set[str] | None:
         return None
 
 
+def _resolved(directory: str | os.PathLike) -> str:
+    """``directory`` normalised; a symbolic link: the directory it points to (which is written,
+    the link staying as it is)."""
+    d = os.path.normpath(os.fspath(directory))
+    return os.path.realpath(d) if os.path.islink(d) else d
+
+
+def lock_path(directory: str | os.PathLike) -> str:
+    """The lock file of ``directory``: beside the directory written, ``.NAME.ccxml-lock``."""
+    d = _resolved(directory)
+    return os.path.join(os.path.dirname(os.path.abspath(d)), f".{os.path.basename(d)}.ccxml-lock")
+
+
+@contextlib.contextmanager
+def directory_lock(directory: str | os.PathLike):
+    """Hold ``directory``'s lock for the block (:func:`ccxml.vocab.files.exclusive_lock`), with
+    SIGTERM and SIGHUP unwinding it (no staging directory, lock or temporary file is left);
+    raise :class:`TuneError` at once when another process holds it."""
+    from ccxml.vocab.files import exclusive_lock, signals_raise
+    check_directory(directory)              # a bad name is said before any lock file is made
+    path = lock_path(directory)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as e:
+        raise TuneError(f"cannot write {os.fspath(directory)}: {e.strerror or e}") from None
+    with signals_raise(), exclusive_lock(path) as holder:
+        if holder is not None:
+            pid = f" (pid {holder})" if holder else ""
+            raise TuneError(f"another ccxml tune is writing {os.fspath(directory)}{pid}; "
+                            f"wait for it to finish")
+        yield
+
+
 def check_directory(directory: str | os.PathLike) -> None:
     """Raise :class:`TuneError` unless ``directory`` is absent, empty, or holds only files the
-    manifest beside it lists (a previous ``ccxml tune``); nothing else may be replaced."""
-    d = os.path.normpath(os.fspath(directory))
-    if os.path.basename(d) in ("", ".", "..") or os.path.abspath(d) == os.path.dirname(os.path.abspath(d)):
+    manifest beside it lists (a previous ``ccxml tune``); nothing else may be replaced. A
+    symbolic link to such a directory is followed."""
+    given = os.path.normpath(os.fspath(directory))
+    if os.path.basename(given) in ("", ".", "..") or os.path.abspath(given) == os.path.dirname(os.path.abspath(given)):
         raise TuneError(f"-o {os.fspath(directory)}: name a directory of its own (e.g. out/msccl-algorithms)")
+    d = _resolved(given)
     if not os.path.exists(d):
         return
-    if not os.path.isdir(d) or os.path.islink(d):
-        raise TuneError(f"{d} exists and is not a directory")
+    if not os.path.isdir(d):
+        raise TuneError(f"{given} exists and is not a directory")
     entries = sorted(os.listdir(d))
     if not entries:
         return
@@ -535,33 +570,41 @@ def write_algo_dir(result: TuneResult, directory: str | os.PathLike) -> str:
 
     The files are written into a hidden staging directory next to ``directory`` and swapped in
     by renames, so the directory never holds a partial set, a temporary file or a stale file.
+    A symbolic link is followed: the directory it names is replaced, the link stays. Two runs
+    must not write one directory at once: hold :func:`directory_lock` around this.
     """
-    d = os.path.normpath(os.fspath(directory))
-    check_directory(d)
+    given = os.path.normpath(os.fspath(directory))
+    check_directory(given)
+    d = _resolved(given)
     parent = os.path.dirname(os.path.abspath(d))
     name = os.path.basename(d)
     os.makedirs(parent, exist_ok=True)
     from ccxml.writer.files import current_umask, write_atomic
     mode = 0o777 & ~current_umask()
-    staging = tempfile.mkdtemp(prefix=f".{name}.ccxml-new-", dir=parent)
+    # names chosen before anything is made, so that the cleanup below knows them whenever an
+    # exception (or SIGTERM, see directory_lock) lands
+    staging = os.path.join(parent, f".{name}.ccxml-new-{os.urandom(4).hex()}")
+    old = None
     try:
+        os.mkdir(staging, 0o700)
         os.chmod(staging, mode)
         for f in result.files:
             _write_new(os.path.join(staging, f.name), f.text)
         if os.path.exists(d):
-            old = tempfile.mkdtemp(prefix=f".{name}.ccxml-old-", dir=parent)
-            os.rename(d, old)               # replaces the empty placeholder
-            try:
-                os.rename(staging, d)
-            except BaseException:
-                os.rename(old, d)
-                raise
+            old = os.path.join(parent, f".{name}.ccxml-old-{os.urandom(4).hex()}")
+            os.rename(d, old)
+            os.rename(staging, d)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(staging, d)
     except BaseException:
+        if old is not None and os.path.lexists(old):
+            if os.path.lexists(d):          # the new directory is in: the old one goes
+                shutil.rmtree(old, ignore_errors=True)
+            else:                           # stopped between the two renames: put it back
+                os.rename(old, d)
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    mpath = manifest_path(d)
-    write_atomic(mpath, manifest_text(result, name))
+    mpath = manifest_path(given)
+    write_atomic(mpath, manifest_text(result, os.path.basename(given)))
     return mpath

@@ -1,40 +1,18 @@
-"""Files written whole or not at all: a temporary name in the same folder, then a rename."""
+"""Files written whole or not at all, by what the path names: the rules and the one copy of the
+code are :mod:`ccxml.vocab.files` (the layers below the writer use them too); this module keeps
+the writer's names for them."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 
-#: characters encoded and written at a time by :func:`write_atomic` (small enough to reuse
-#: the same memory, large enough that the loop costs nothing)
-_WRITE_SLICE = 1 << 16
+from ccxml.vocab.files import current_umask, open_output, write_output
+
+__all__ = ["current_umask", "open_output", "write_atomic", "write_output"]
 
 
-def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename;
-    ``text`` is a string or its parts in order (see :func:`xml_parts`)."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ccxml-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            # in slices: encoding a large schedule at once would take a second copy of it
-            for part in ((text,) if isinstance(text, str) else text):
-                for at in range(0, len(part), _WRITE_SLICE):
-                    f.write(part[at:at + _WRITE_SLICE])
-        os.chmod(tmp, 0o666 & ~current_umask())     # mkstemp makes 0600; a written file is 0644-like
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def current_umask() -> int:
-    """The process umask (read by setting and restoring it)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def write_atomic(path: str | os.PathLike, text: str | bytes | Iterable[str]) -> None:
+    """Write ``text`` (a string, bytes, or its parts in order, see :func:`~ccxml.writer.msccl.xml_parts`)
+    to ``path``: :func:`ccxml.vocab.files.write_output` (a regular file through a temporary file
+    and a rename; a symlink written through; a device or FIFO written directly)."""
+    write_output(path, text)

@@ -63,7 +63,7 @@ def test_show_notes_a_size_outside_the_files_window(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["ring", "--coll", "allreduce", "-n", "4", "-o", "OUT.pdf"], "use a .html or .svg file name"),
-    (["missing.xml", "-o", "OUT.html"], "no such file: missing.xml"),
+    (["missing.xml", "-o", "OUT.html"], "missing.xml: no such file"),
     (["ring", "-o", "OUT.html"], "give --ranks and --coll (e.g. ccxml show ring"),
     (["no-such-algo", "-n", "4", "-c", "allreduce", "-o", "OUT.html"], "no-such-algo"),
     (["ring", "-n", "4", "-c", "allreduce", "--bytes", "lots", "-o", "OUT.html"], "lots"),

@@ -108,7 +108,7 @@ def test_simulate_with_a_topology_file(tmp_path):
     (["simulate", "ring", "-n", "4", "-c", "allreduce", "--bytes", "1K", "-b", "1K"], "either --bytes or -b/-e"),
     (["simulate", "ring", "-n", "4", "-c", "allreduce", "-b", "1M", "-e", "1K"], "below the minimum"),
     (["simulate", "ring", "-n", "4", "-c", "allreduce", "--alpha", "-1"], "must be a finite number >= 0"),
-    (["simulate", "missing.xml"], "no such file: missing.xml"),
+    (["simulate", "missing.xml"], "missing.xml: no such file"),
     (["select", "-n", "4", "-c", "allreduce", "--bytes", "1M", "--alpha", "1e-6",
       "--topology", "x.json"], "either --topology or --alpha"),
 ])

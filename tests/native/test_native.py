@@ -65,7 +65,7 @@ def test_every_module_the_build_recorded_runs_compiled():
 
 def test_a_compiled_step_is_160_bytes():
     """A schedule holds millions of steps: the compiled Step keeps its object fields, then its
-    32-bit ones, with no padding and no vtable (README, Latest figures)."""
+    32-bit ones, with no padding and no vtable (docs/benchmarks.md)."""
     import ccxml.ir.nodes
     if not _native.is_compiled(ccxml.ir.nodes.__file__):
         pytest.skip("ccxml.ir.nodes runs as pure Python here")

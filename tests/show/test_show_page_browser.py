@@ -153,3 +153,14 @@ def test_64_rank_ring_allreduce_page_loads_without_console_errors(browser, tmp_p
     assert rows(d) == 12
     assert "r63 tb0 step 5" in d.find_element("id", "details").text
     assert problems(d) == []
+
+
+def test_a_name_that_is_not_ascii_shows_as_written(browser, tmp_path):
+    name = "café ☕ 名前"
+    xml = tmp_path / "café.xml"
+    xml.write_bytes(small_xml(name=name).encode("utf-8"))
+    d = browser
+    load(d, show(tmp_path, str(xml), "--bytes", "3K"))
+    assert d.title == f"ccxml show: café.xml ({name})"
+    assert name in d.find_element("id", "title").text and "Ã" not in d.find_element("id", "title").text
+    assert problems(d) == []
