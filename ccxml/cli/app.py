@@ -88,6 +88,13 @@ class LazyGroup(click.Group):
             sys.exit(e.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
+    def parse_args(self, ctx, args):
+        # bare ``ccxml``: the help and exit 0 (click 8.2 makes no_args_is_help a usage error, exit 2)
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx):
         return list(COMMANDS)
 

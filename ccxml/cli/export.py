@@ -13,7 +13,7 @@ import os
 
 import click
 
-from ccxml.cli.options import opt_option, read_opts
+from ccxml.cli.options import SIZE, opt_option, read_opts
 from ccxml.cli.simulate import _fail, _sizes, compiled_algorithm, load_target, target_options
 from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.export import BACKENDS
@@ -27,7 +27,7 @@ def _formats_help() -> str:
 @click.argument("fmt", metavar="FORMAT")
 @click.argument("source")
 @target_options
-@click.option("--bytes", "nbytes", default=None,
+@click.option("--bytes", "nbytes", type=SIZE, default=None,
               help="Collective size, e.g. 1M (nccl-tests' convention): chakra's comm_size; an "
                    "algorithm is built for a window ending there (required by chakra).")
 @topology_options

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ccxml.cli.options import OUTPUT, OWN_OPTIONS, cannot_write, opt_option, read_opts
+from ccxml.cli.options import OUTPUT, OWN_OPTIONS, SIZE, cannot_write, opt_option, read_opts
 from ccxml.passes.pipeline import PASS_NAMES, pipeline
 from ccxml.vocab.wire import PROFILES, Coll, Proto, profile
 
@@ -71,6 +71,9 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
         return ranks, None
     if len(given) > 1:
         _fail(f"give only one of {' and '.join(given)}")
+    words = " ".join(f"{name} {value}" for name, value in (
+        ("--preset", preset), ("--topology", topology_file), ("--nodes", nodes), ("--groups", groups),
+        ("--servers", servers), ("--ranks-per-server", ranks_per_server)) if value is not None)
     from ccxml.topology.model import Topology, load_preset, load_topology
     from ccxml.vocab.errors import TopologyError
     try:
@@ -95,8 +98,9 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
         if ranks is None:
             ranks = topo.nranks
         elif ranks != topo.nranks:
-            _fail(f"--ranks {ranks} disagrees with the topology {topo.to_attrs()['topology']} "
-                  f"({topo.nranks} ranks)")
+            from ccxml.cli.topology import check_fit
+            check_fit(topo, ranks, given=words, topology_file=topology_file, preset=preset, nodes=nodes)
+            _fail(f"--ranks {ranks} disagrees with {words} ({topo.nranks} ranks)")
     return ranks, topo
 
 
@@ -110,8 +114,11 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
 @click.option("--target", type=click.Choice(list(PROFILES)), default="exec", show_default=True,
               help="Runtime whose limits the file must meet.")
 @click.option("--inplace/--outofplace", default=False, help="In-place or out-of-place call form.")
-@click.option("--min-bytes", type=int, default=0, show_default=True)
-@click.option("--max-bytes", type=int, default=0, show_default=True, help="0 = unlimited.")
+@click.option("--min-bytes", type=SIZE, default=0, show_default=True,
+              help="Smallest message size the runtime picks this file for (e.g. 64K).")
+@click.option("--max-bytes", type=SIZE, default=0, show_default=True,
+              help="Largest message size the runtime picks this file for (e.g. 1M); 0 = unlimited. "
+                   "It also sets how long the file's messages may be: see above.")
 @click.option("--counts", type=click.Path(dir_okay=False), default=None,
               help="alltoallv: CSV file with a PxP matrix of chunk counts.")
 @click.option("--no-fuse", is_flag=True, help="Do not fuse receive+send into rcs/rrs/rrcs.")
@@ -146,7 +153,18 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     """Generate ALGORITHM's MSCCL XML for a collective.
 
     ALGORITHM is a built-in or an installed plugin (ccxml list); options of its builder that
-    have no option here are --opt KEY=VALUE."""
+    have no option here are --opt KEY=VALUE.
+
+    Sizes are nccl-tests' (4096, 64K, 8M, 1G). --min-bytes/--max-bytes are the file's size window:
+    the runtime picks the file for message sizes in it. The window also bounds how long a message
+    of the schedule may be: a message longer than its link can buffer could wedge the link, so the
+    file's messages are cut to what a link holds at --max-bytes. With --max-bytes 0 (unlimited) a
+    chunk may be any size, so every message is cut to one chunk (the summary line says "N
+    messages cut"); a finite --max-bytes cuts fewer, longer messages.
+
+    The default output file is out/ALGORITHM_COLL_N.xml, with the options that change the schedule
+    added to its name (--servers 4 --ranks-per-server 4: out/2d-torus_allreduce_16_4x4.xml,
+    --preset dgx-h100 --nodes 2: out/2d-torus_allreduce_16_dgx-h100x2.xml); -o names it."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
     _check_dump_after(dump_after, target, no_fuse)
     opts = read_opts(opts)
@@ -171,7 +189,13 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     if Coll(coll).rooted and root is None:
         root = 0
     where = ("stdout" if output == "-"
-             else output or os.path.join("out", f"{algorithm}_{coll}_{ranks}.xml"))
+             else output or default_output(algorithm, coll, ranks, root=root, channels=channels, proto=proto,
+                                           target=target, inplace=inplace, min_bytes=min_bytes,
+                                           max_bytes=max_bytes, counts=counts, no_fuse=no_fuse,
+                                           servers=servers, ranks_per_server=ranks_per_server,
+                                           groups=groups, topology_file=topology_file, preset=preset,
+                                           nodes=nodes, intra=intra, inter=inter, variant=variant,
+                                           opts=opts))
 
     def after_pass(ps, algo):
         if timer is not None:
@@ -230,6 +254,10 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     click.echo(f"wrote {where}: {algorithm} {coll}, {ranks} ranks, {ntbs} TBs, {nsteps} steps, "
                f"{algo.nchannels} channels, bytes {window}, target {target}{_cut_clause(algo)}",
                err=to_stdout)
+    if Coll(coll).rooted:               # msccl-runtime.md §7: the runtime never matches on the root
+        click.echo(f"ccxml: warning: {where} is right for root {root} only: the MSCCL runtime ignores "
+                   f"the root and also runs it, with wrong results, for a {coll} from any other root",
+                   err=True)
     if do_verify:
         from ccxml.interpreter import verify as run_verify
         with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
@@ -250,6 +278,52 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         click.echo(f"PASS {where}", err=to_stdout)
     if timer is not None:
         click.echo(timer.table(f"{algorithm} {coll}, {ranks} ranks, target {target}"), err=True)
+
+
+def default_output(algorithm: str, coll: str, ranks: int, **options) -> str:
+    """``out/ALGORITHM_COLL_N.xml``, with every option that changes the schedule and is not at its
+    default added to the name, so that two different schedules never share a default file:
+    ``2d-torus --servers 4 --ranks-per-server 8`` writes out/2d-torus_allreduce_32_4x8.xml,
+    ``--preset dgx-h100 --nodes 4`` out/2d-torus_allreduce_32_dgx-h100x4.xml; the plain case
+    keeps the plain name (out/ring_allreduce_8.xml)."""
+    o = options
+    parts = []
+    if o.get("preset"):
+        parts.append(f"{o['preset']}x{o.get('nodes') or 1}")
+    elif o.get("topology_file"):
+        stem = os.path.splitext(os.path.basename(o["topology_file"]))[0]
+        parts.append(stem + (f"x{o['nodes']}" if o.get("nodes") else ""))
+    elif o.get("groups"):
+        parts.append("g" + str(o["groups"]).replace(",", "+"))
+    elif o.get("servers") or o.get("ranks_per_server"):
+        servers = o.get("servers") or ranks // o["ranks_per_server"]
+        parts.append(f"{servers}x{o.get('ranks_per_server') or ranks // servers}")
+    for key in ("intra", "inter", "variant"):
+        if o.get(key):
+            parts.append(f"{key}-{o[key]}" if key != "variant" else str(o[key]))
+    for key, value in sorted((o.get("opts") or {}).items()):
+        parts.append(f"{key}{value}")
+    if o.get("root"):
+        parts.append(f"root{o['root']}")
+    if o.get("counts"):
+        parts.append(os.path.splitext(os.path.basename(o["counts"]))[0])
+    if (o.get("channels") or 1) != 1:
+        parts.append(f"ch{o['channels']}")
+    if o.get("proto") and o["proto"] != "Simple":
+        parts.append(str(o["proto"]).lower())
+    if o.get("inplace"):
+        parts.append("inplace")
+    if o.get("min_bytes") or o.get("max_bytes"):
+        from ccxml.vocab.sizes import format_size
+        top = format_size(o["max_bytes"]) if o.get("max_bytes") else "max"
+        parts.append(f"{format_size(o.get('min_bytes') or 0)}-{top}")
+    if o.get("no_fuse"):
+        parts.append("nofuse")
+    if o.get("target") and o["target"] != "exec":
+        parts.append(str(o["target"]))
+    name = "_".join([algorithm, coll, str(ranks), *parts])
+    safe = "".join(c if c.isalnum() or c in "._+-" else "-" for c in name)
+    return os.path.join("out", safe + ".xml")
 
 
 def _cut_clause(algo) -> str:
@@ -276,6 +350,11 @@ def _check_dump_after(names, target: str, no_fuse: bool) -> None:
 SHAPE_OPTIONS = ("root", "counts", "topology", "groups", "servers", "ranks_per_server")
 
 
+#: ``ccxml list``'s column label of each collective (its legend spells them out)
+COLUMN_LABELS = {"allreduce": "AR", "allgather": "AG", "reducescatter": "RS", "alltoall": "A2A",
+                 "alltoallv": "A2AV", "broadcast": "BC", "reduce": "RED", "gather": "GA", "scatter": "SC"}
+
+
 @click.command("list")
 @click.option("--options", "show_options", is_flag=True,
               help="Also list each algorithm's own options, their defaults and choices.")
@@ -284,14 +363,15 @@ def list_algorithms(show_options=False):
     (entry-point group ccxml.algorithms), each marked with its distribution."""
     from ccxml.algorithms import registry
     found = registry.available()
-    short = {"allreduce": "AR", "allgather": "AG", "reducescatter": "RS", "alltoall": "A2A",
-             "alltoallv": "A2AV", "broadcast": "BC", "reduce": "RD", "gather": "GA", "scatter": "SC"}
     width = max(len(n) for n in found) + 2
-    click.echo(" " * width + " ".join(f"{short[c]:>4}" for c in COLL_NAMES))
+    click.echo(" " * width + " ".join(f"{COLUMN_LABELS[c]:>4}" for c in COLL_NAMES))
     for name, alg in found.items():
         marks = " ".join(f"{'x' if Coll(c) in alg.builders else '.':>4}" for c in COLL_NAMES)
         origin = f"  plugin {alg.plugin.distribution} {alg.plugin.version}" if alg.plugin else ""
         click.echo(f"{name:<{width}}{marks}{origin}")
+    click.echo("")                      # the matrix ends at the first blank line
+    click.echo("columns: " + ", ".join(f"{COLUMN_LABELS[c]} {c}" for c in COLL_NAMES)
+               + "; x: the algorithm builds that collective, .: it does not")
     if show_options:
         click.echo("")
         click.echo("options (--opt KEY=VALUE where no option of its own is named):")

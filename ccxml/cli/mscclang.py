@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ccxml.cli.options import OUTPUT, cannot_write
+from ccxml.cli.options import OUTPUT, SIZE, cannot_write
 from ccxml.vocab.wire import PROFILES
 
 
@@ -40,8 +40,11 @@ def output_paths(output: str | None, outputs) -> list[str]:
                                               "allow_interspersed_args": False})
 @click.option("--target", type=click.Choice(list(PROFILES)), default="exec", show_default=True,
               help="Runtime whose rules the files must meet.")
-@click.option("--min-bytes", type=int, default=0, show_default=True)
-@click.option("--max-bytes", type=int, default=0, show_default=True, help="0 = unlimited.")
+@click.option("--min-bytes", type=SIZE, default=0, show_default=True,
+              help="Smallest message size the runtime picks the files for (e.g. 64K).")
+@click.option("--max-bytes", type=SIZE, default=0, show_default=True,
+              help="Largest message size the runtime picks the files for (e.g. 1M); 0 = unlimited. "
+                   "It also bounds message length (ccxml generate --help says how).")
 @click.option("-o", "--output", type=OUTPUT, default=None,
               help="Output path, or - for stdout (default out/<program>_<ranks>.xml; a second "
                    "program of the script: PATH-2.xml, ...).")

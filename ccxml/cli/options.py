@@ -41,6 +41,27 @@ def read_opts(texts) -> dict[str, str]:
     return out
 
 
+class Size(click.ParamType):
+    """A size in bytes as nccl-tests writes it (``4096``, ``1K``, ``8M``, ``1G``, ``8MiB``): the one
+    type of every size option (:func:`ccxml.vocab.sizes.parse_size`); the value is an int."""
+
+    name = "size"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        from ccxml.vocab.errors import SizeError
+        from ccxml.vocab.sizes import parse_size
+        try:
+            return parse_size(value)
+        except SizeError as e:
+            self.fail(str(e), param, ctx)
+
+
+#: the type of every size option (``--bytes``, ``-b``/``-e``, ``--min-bytes``/``--max-bytes``)
+SIZE = Size()
+
+
 class OutputPath(click.ParamType):
     """A path to write (``-o``, ``--junit``, ``--dump-to``, ``--plot``): any text but the empty
     one, which names no file (a usage error, exit 2, instead of a default place).

@@ -111,7 +111,7 @@ class _Stop(Exception):
 @click.option("-e", "--maxbytes", default=None, help="Sweep end (default 1M).")
 @click.option("-f", "--stepfactor", type=float, default=2.0, show_default=True,
               help="Sweep multiplication factor.")
-@click.option("--iters", "-n", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--iters", type=click.IntRange(min=1), default=5, show_default=True,
               help="Timed iterations per size.")
 @click.option("--warmup", "-w", type=click.IntRange(min=0), default=1, show_default=True,
               help="Untimed iterations per size before the timed ones.")

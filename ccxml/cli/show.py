@@ -10,7 +10,7 @@ import os
 
 import click
 
-from ccxml.cli.options import OUTPUT, cannot_write, unverified_option
+from ccxml.cli.options import OUTPUT, SIZE, cannot_write, unverified_option
 from ccxml.cli.simulate import (
     _fail,
     _sizes,
@@ -30,7 +30,7 @@ DEFAULT_BYTES = "1M"
 @click.command("show")
 @click.argument("target")
 @target_options
-@click.option("--bytes", "nbytes", default=DEFAULT_BYTES, show_default=True, help="Message size, e.g. 64M.")
+@click.option("--bytes", "nbytes", type=SIZE, default=DEFAULT_BYTES, show_default=True, help="Message size, e.g. 64M.")
 @topology_options
 @flat_options
 @click.option("-o", "--output", type=OUTPUT, required=True,
@@ -44,7 +44,7 @@ def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, a
     The HTML page works offline (no network, one file): zoom (ctrl+wheel, + and -), pan (drag),
     filter by rank, and click a step for its buffers, offsets, cnt, dependencies and matching peer.
     The SVG is the same timeline as a static picture. TARGET, sizes and topologies are as for
-    ``ccxml simulate``.
+    ccxml simulate.
     """
     from ccxml.show import build_view, render_html, render_svg
     from ccxml.simulator import simulate_schedule

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import click
 
-from ccxml.cli.options import OUTPUT, Refused, cannot_write, opt_option, read_opts, unverified_option
-from ccxml.cli.topology import ranks_of, resolve, topology_options
+from ccxml.cli.options import OUTPUT, SIZE, Refused, cannot_write, opt_option, read_opts, unverified_option
+from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
 from ccxml.vocab.files import file_text
 from ccxml.vocab.wire import Coll
 
@@ -263,6 +263,8 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
             raise click.UsageError(f"--coll {coll} does not match the file's coll={schedule.coll}")
         topo, notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma,
                               schedule=schedule)
+        check_fit(topo, schedule.ngpus or len(schedule.gpus), schedule=os.path.basename(target),
+                  topology_file=topology_file, preset=preset, nodes=nodes)
         label = os.path.basename(target)
         notes = check_verified([schedule], label, unverified, command) + notes
         return Target([schedule] * len(sizes), label, topo, notes, True)
@@ -272,6 +274,7 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
                                f"--ranks and --coll (e.g. ccxml {command} ring --ranks 8 --coll "
                                f"allreduce; --preset/--nodes give the ranks too)")
     ranks = ranks_of(topo, ranks)
+    check_fit(topo, ranks, topology_file=topology_file, preset=preset, nodes=nodes)
     try:
         schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts)
     except ValueError as e:
@@ -286,9 +289,9 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
 @click.command("simulate")
 @click.argument("target")
 @target_options
-@click.option("--bytes", "nbytes", default=None, help="One message size, e.g. 8M.")
-@click.option("-b", "--minbytes", default=None, help="Sweep start (default 1K).")
-@click.option("-e", "--maxbytes", default=None, help="Sweep end (default 1G).")
+@click.option("--bytes", "nbytes", type=SIZE, default=None, help="One message size, e.g. 8M.")
+@click.option("-b", "--minbytes", type=SIZE, default=None, help="Sweep start (default 1K).")
+@click.option("-e", "--maxbytes", type=SIZE, default=None, help="Sweep end (default 1G).")
 @click.option("-f", "--stepfactor", type=float, default=2.0, show_default=True,
               help="Sweep multiplication factor.")
 @topology_options
@@ -484,7 +487,7 @@ def _proxy_check(coll, ranks, n, topo, root, ranked, built: dict) -> dict | None
 @click.option("--ranks", "-n", type=int, default=None,
               help="Ranks (default: the topology's rank count).")
 @click.option("--coll", "-c", type=click.Choice(COLL_NAMES), required=True, help="Collective.")
-@click.option("--bytes", "nbytes", required=True, help="Message size, e.g. 8M.")
+@click.option("--bytes", "nbytes", type=SIZE, required=True, help="Message size, e.g. 8M.")
 @click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")
 @topology_options
 @flat_options
@@ -496,15 +499,11 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     --preset NAME --nodes N ranks on that cluster, with its links shared."""
     from ccxml.simulator import busbw_bound
     from ccxml.simulator.rules import hccl_rule
-    from ccxml.vocab.errors import TopologyError
     from ccxml.vocab.sizes import format_size
     n = _sizes(nbytes, None, None, 2.0)[0]
     topo, topo_notes = resolve(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta, gamma=gamma)
     ranks = ranks_of(topo, ranks)
-    try:
-        topo.check_ranks(ranks)
-    except TopologyError as e:
-        _fail(str(e))
+    check_fit(topo, ranks, topology_file=topology_file, preset=preset, nodes=nodes)
     refuse_free_model(topo)
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")

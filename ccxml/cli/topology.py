@@ -81,6 +81,40 @@ def ranks_of(topo, ranks: int | None) -> int:
     return ranks
 
 
+def topology_words(topology_file=None, preset=None, nodes=None) -> str:
+    """The options that gave the topology, as the user typed them."""
+    if preset is not None:
+        return f"--preset {preset}" + (f" --nodes {nodes}" if nodes is not None else "")
+    if topology_file is not None:
+        return f"--topology {topology_file}" + (f" --nodes {nodes}" if nodes is not None else "")
+    return "the topology the file records"
+
+
+def check_fit(topo, ranks: int, *, schedule: str | None = None, given: str | None = None,
+              topology_file=None, preset=None, nodes=None) -> None:
+    """A usage error (one line, exit 2) in the options' words when the topology's groups do not
+    add up to the rank count: which options disagree and how to make them agree. ``schedule``:
+    the file whose ``ngpus`` gave the ranks (else they came from ``--ranks``); ``given``: the
+    options that gave the topology (default :func:`topology_words`)."""
+    groups = topo.groups
+    if groups is None or sum(groups) == ranks:
+        return
+    total = sum(groups)
+    given = given or topology_words(topology_file, preset, nodes)
+    unit = "node" if preset is not None or topology_file is not None else "group"
+    if len(set(groups)) == 1:
+        shape = f"{len(groups)} {unit}{'s' if len(groups) > 1 else ''} of {groups[0]} ranks ({total} in all)"
+    else:
+        shape = f"{unit}s of {'+'.join(map(str, groups))} ranks ({total} in all)"
+    per = groups[0] if len(set(groups)) == 1 else None
+    by_nodes = (f"--nodes {ranks // per}" if per and ranks % per == 0 and unit == "node" else None)
+    if schedule is not None:
+        fix = f"give {by_nodes}" if by_nodes else "give a topology of that many ranks"
+        raise click.UsageError(f"the schedule {schedule} has {ranks} ranks, but {given} gives {shape}; {fix}")
+    fix = f"give {by_nodes}, or --ranks {total}" if by_nodes else f"give --ranks {total} (or leave --ranks out)"
+    raise click.UsageError(f"--ranks {ranks} disagrees with {given}: {shape}; {fix}")
+
+
 # ---- ccxml topology show ------------------------------------------------------------------------
 
 @click.group("topology")

@@ -5,8 +5,8 @@ import os
 
 import click
 
-from ccxml.cli.options import OUTPUT
-from ccxml.cli.topology import ranks_of, resolve, topology_options
+from ccxml.cli.options import OUTPUT, SIZE
+from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
 from ccxml.vocab.wire import PROFILES
 
 TARGETS = [t for t in ("exec", "rccl") if t in PROFILES]
@@ -62,9 +62,9 @@ def _size(text, option):
                    "allgather, reducescatter, alltoall; broadcast/reduce only when named).")
 @click.option("--target", type=click.Choice(TARGETS), default="exec", show_default=True,
               help="Runtime whose loader rules every file must meet.")
-@click.option("--min-bytes", "min_bytes", default="1K", show_default=True,
+@click.option("--min-bytes", "min_bytes", type=SIZE, default="1K", show_default=True,
               help="Smallest size served (0: from the first byte).")
-@click.option("--max-bytes", "max_bytes", default="1G", show_default=True,
+@click.option("--max-bytes", "max_bytes", type=SIZE, default="1G", show_default=True,
               help="Largest size served (0: the last window has no upper bound).")
 @click.option("--factor", "-f", type=float, default=2.0, show_default=True,
               help="Sizes simulated: min, min*f, min*f^2, ... up to max.")
@@ -91,7 +91,7 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
     from ccxml.simulator import DEFAULT_TOPOLOGY
     from ccxml.tuning.engine import TuneConfig, directory_lock, write_algo_dir
     from ccxml.tuning.engine import tune as run_tune
-    from ccxml.vocab.errors import TopologyError, TuneError
+    from ccxml.vocab.errors import TuneError
     lo, hi = _size(min_bytes, "--min-bytes"), _size(max_bytes, "--max-bytes")
     if hi and hi < lo:
         raise click.UsageError(f"--max-bytes {hi} is below --min-bytes {lo}")
@@ -105,10 +105,7 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
         raise click.UsageError(f"--channels must be >= 1, got {channels}")
     if not 0 <= root < ranks:
         raise click.UsageError(f"--root {root} is out of range for {ranks} ranks (0..{ranks - 1})")
-    try:
-        topo.check_ranks(ranks)
-    except TopologyError as e:
-        raise click.ClickException(str(e)) from None
+    check_fit(topo, ranks, topology_file=topology_file, preset=preset, nodes=nodes)
     from ccxml.cli.simulate import refuse_free_model
     refuse_free_model(topo)
     for note in topo_notes:

@@ -41,7 +41,8 @@ def test_every_schedule_verifies(name, target):
             _verified(name, s, m, target, inplace=True)
 
 
-@pytest.mark.parametrize("target", sorted(PROFILES))
+@pytest.mark.parametrize("target", [t if t == "exec" else pytest.param(t, marks=pytest.mark.slow)
+                                    for t in sorted(PROFILES)])      # the other targets: a sweep
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_8x8_verifies(name, target):
     _verified(name, 8, 8, target)
@@ -135,7 +136,7 @@ def test_bad_shapes_are_clear_errors(name):
     (["2d-mesh", "--ranks", "7", "--ranks-per-server", "2"], "--ranks 7 is not divisible by --ranks-per-server 2"),
     (["2d-ring", "--groups", "2,3"], "2d-ring needs servers of equal size"),
     (["2d-ring", "--groups", "2,0"], "group 1 has size 0"),
-    (["2d-torus", "--ranks", "6", "--servers", "2", "--ranks-per-server", "4"], "--ranks 6 disagrees with the topology 2x4"),
+    (["2d-torus", "--ranks", "6", "--servers", "2", "--ranks-per-server", "4"], "--ranks 6 disagrees with --servers 2 --ranks-per-server 4: 2 groups of 4 ranks (8 in all); give --ranks 8"),
     (["2d-torus", "--servers", "2", "--ranks-per-server", "2", "--groups", "2,2"], "give only one of"),
     (["2d-torus", "--ranks", "4"], "2d-torus needs a topology"),
 ])

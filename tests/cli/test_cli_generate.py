@@ -49,10 +49,15 @@ def test_generate_verify_flag():
 def test_list_shows_the_matrix():
     code, out, err = run(["list"])
     assert code == 0
-    header, *rows = out.splitlines()
-    assert header.split() == ["AR", "AG", "RS", "A2A", "A2AV", "BC", "RD", "GA", "SC"]
+    matrix, legend = out.split("\n\n")
+    header, *rows = matrix.splitlines()
+    assert header.split() == ["AR", "AG", "RS", "A2A", "A2AV", "BC", "RED", "GA", "SC"]
     ring = next(r for r in rows if r.startswith("ring"))
     assert ring.split()[1:] == ["x", "x", "x", ".", ".", "x", "x", "x", "x"]
+    # every label is spelled out below the matrix; RED is reduce, not recursive doubling
+    assert legend.strip() == ("columns: AR allreduce, AG allgather, RS reducescatter, A2A alltoall, "
+                              "A2AV alltoallv, BC broadcast, RED reduce, GA gather, SC scatter; "
+                              "x: the algorithm builds that collective, .: it does not")
 
 
 @pytest.mark.parametrize("args, message", [

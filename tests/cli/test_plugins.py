@@ -10,12 +10,14 @@ environment and runs the ``ccxml`` of this checkout there.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
+import re
 import shutil
+import site as site_module
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -82,8 +84,8 @@ def stride_ring(site, monkeypatch):
 
 
 def rows(out: str) -> dict[str, list[str]]:
-    """``ccxml list``'s matrix: name -> the rest of its row."""
-    return {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if line.strip()}
+    """``ccxml list``'s matrix (up to its first blank line): name -> the rest of its row."""
+    return {line.split()[0]: line.split()[1:] for line in out.split("\n\n")[0].splitlines()[1:]}
 
 
 # ---- a working plugin ------------------------------------------------------------------------
@@ -294,23 +296,45 @@ def _run(args, **kw):
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300, **kw)
 
 
+def _outer_site_dirs() -> list[str]:
+    """The site-packages of the interpreter running the tests (a venv's own, or the system's):
+    where ``pip install -e '.[test]'`` put pip, setuptools, pytest and ccxml's dependencies."""
+    dirs = list(site_module.getsitepackages())
+    if site_module.ENABLE_USER_SITE and os.path.isdir(site_module.getusersitepackages()):
+        dirs.append(site_module.getusersitepackages())
+    return [d for d in dirs if os.path.isdir(d)]
+
+
 def test_pip_install_the_example_in_a_virtual_environment(tmp_path):
-    """``pip install examples/plugin`` into a fresh venv (offline: no index, no build isolation;
-    ccxml and its dependencies come from the system site-packages), then the ``ccxml`` of this
-    checkout lists it, generates it and proves the file, and the plugin's own tests pass there."""
+    """``pip install examples/plugin`` into a fresh venv (offline: no index, no build isolation),
+    then the ``ccxml`` of this checkout lists it, generates it and proves the file, and the plugin's
+    own tests pass there.
+
+    The nested venv sees the site-packages of the interpreter running the tests through a ``.pth``
+    file (not ``--system-site-packages``, which would give it the *base* interpreter's packages:
+    from a plain venv, the system's setuptools and no wheel), so pip, the build backend and pytest
+    are the ones the test extra installed. The skip check asks the nested interpreter itself."""
     env = tmp_path / "venv"
-    made = _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", env])
+    made = _run([sys.executable, "-m", "venv", "--without-pip", env])
     if made.returncode != 0:
         pytest.skip(f"python -m venv is unavailable: {made.stderr.strip().splitlines()[-1:]}")
     py = env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    purelib = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    (Path(purelib) / "ccxml-test-outer-site.pth").write_text("".join(d + "\n" for d in _outer_site_dirs()))
     run_env = {**os.environ, "PYTHONPATH": str(REPO), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                "PIP_NO_INPUT": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     if _run([py, "-m", "pip", "--version"], env=run_env).returncode != 0:
         pytest.skip("pip is not importable from the virtual environment")
-    missing = [m for m in ("setuptools", "wheel") if importlib.util.find_spec(m) is None]
-    if missing:                             # the offline build needs both; the test extra has them
-        pytest.skip(f"{' and '.join(missing)} not installed (the example's offline build): "
-                    f"pip install -e '.[test]' brings them")
+    # the offline build needs setuptools >= 70.1 (it writes wheels itself) or an older one and wheel
+    backend = _run([py, "-c", "import importlib.util as u, setuptools as s; "
+                    "print(s.__version__, u.find_spec('wheel') is not None)"], env=run_env)
+    if backend.returncode != 0:
+        pytest.skip("setuptools is not importable in the virtual environment: "
+                    "pip install -e '.[test]' brings it")
+    version, has_wheel = backend.stdout.split()
+    if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) < (70, 1) and has_wheel != "True":
+        pytest.skip(f"setuptools {version} builds wheels only with the wheel package: "
+                    f"pip install -e '.[test]' brings setuptools >= 70.1")
     src = tmp_path / "src"                  # pip builds in the tree: build a copy, not the checkout
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     installed = _run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",

@@ -46,9 +46,15 @@ def test_topology_show_reports_xml_defects():
     (["select", "-c", "allreduce", "--bytes", "1M", "--preset", "pcie", "--gpu", "h100"], "--gpu goes with"),
     (["select", "-c", "allreduce", "--bytes", "1M"], "--ranks is required"),
     (["select", "-c", "allreduce", "--bytes", "1M", "--preset", "pcie", "-n", "4"],
-     "add up to 8 ranks, but the schedule has 4"),
+     "--ranks 4 disagrees with --preset pcie: 1 node of 8 ranks (8 in all); give --ranks 8 (or leave --ranks out)"),
+    (["select", "-c", "allreduce", "--bytes", "1M", "--preset", "dgx-h100", "-n", "16"],
+     "--ranks 16 disagrees with --preset dgx-h100: 1 node of 8 ranks (8 in all); give --nodes 2, or --ranks 8"),
+    (["tune", "-c", "allreduce", "--preset", "dgx-h100", "--nodes", "2", "-n", "8", "-o", "algos"],
+     "--ranks 8 disagrees with --preset dgx-h100 --nodes 2: 2 nodes of 8 ranks (16 in all); give --nodes 1, or --ranks 16"),
     (["generate", "2d-torus", "--preset", "dgx-h100", "--nodes", "2", "--ranks", "8"],
-     "--ranks 8 disagrees with the topology 2x8"),
+     "--ranks 8 disagrees with --preset dgx-h100 --nodes 2: 2 nodes of 8 ranks (16 in all); give --nodes 1, or --ranks 16"),
+    (["generate", "2d-torus", "--servers", "2", "--ranks-per-server", "4", "--ranks", "12"],
+     "--ranks 12 disagrees with --servers 2 --ranks-per-server 4: 2 groups of 4 ranks (8 in all); give --ranks 8"),
 ])
 def test_bad_topology_options_are_one_line(argv, fragment):
     code, _, err = run(*argv)

@@ -34,8 +34,9 @@ def test_strict_fails_a_file_with_warnings_only(files):
     assert out.splitlines()[1].startswith(f"PASS {warn} (") and "warnings: dep-late-release" in out
     code, out, _ = run("--strict", good, warn)
     assert code == 1
-    first, second = out.splitlines()
+    first, second, tally = out.splitlines()
     assert first.startswith(f"PASS {good} (")
+    assert tally == "1 passed, 1 failed, 4 warnings"          # dep-late-release at 4 steps
     assert second.startswith(f"FAIL {warn}: dep-") and second.endswith("[a warning; --strict fails it]")
 
 
@@ -59,7 +60,7 @@ def test_junit_one_case_per_file_with_findings(files, tmp_path):
     good, warn, bad = files
     report = tmp_path / "reports" / "verify.xml"       # the folder is made
     code, out, _ = run("--junit", report, good, warn, bad)
-    assert code == 1 and out.count("\n") == 3
+    assert code == 1 and out.count("\n") == 4 and out.splitlines()[-1] == "2 passed, 1 failed, 4 warnings"
     root, suite, cases = junit(report)
     assert root.tag == "testsuites" and root.get("tests") == suite.get("tests") == "3"
     assert suite.get("failures") == "1" and suite.get("errors") == "0"

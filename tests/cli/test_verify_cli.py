@@ -43,8 +43,9 @@ def test_fail_line_and_exit_1(files):
                              capture_output=True, text=True, timeout=120)     # end to end
     assert program.returncode == 1
     assert [line.split(" (")[0] for line in program.stdout.splitlines()] == [
-        line.split(" (")[0] for line in out.splitlines()[:2]]       # (timings differ)
+        line.split(" (")[0] for line in out.splitlines()[:2]] + ["1 passed, 1 failed, 0 warnings"]
     lines = out.splitlines()
+    assert lines[3] == "1 passed, 2 failed, 0 warnings" and len(lines) == 4
     assert lines[0].startswith("PASS") and lines[1].startswith(f"FAIL {bad}: deadlock:")
     assert lines[2].startswith(f"FAIL {dc}: double-count:")
 

@@ -92,7 +92,7 @@ CASES = [
 @pytest.mark.parametrize("name, coll, p, dtype", CASES, ids=[f"{a}-{c}-{p}" for a, c, p, _ in CASES])
 def test_schedule_matches_mpi(tmp_path, name, coll, p, dtype):
     args = write_schedule(tmp_path, name, Coll(coll), p)
-    res = ccxml_run(p, *args, "--check", "--dtype", dtype, "--bytes", "4K", "-n", "1", "-w", "0")
+    res = ccxml_run(p, *args, "--check", "--dtype", dtype, "--bytes", "4K", "--iters", "1", "-w", "0")
     row, = assert_checked(res)
     assert row[2] == dtype
     assert f"checked against {MPI_NAMES[Coll(coll)]}" in res.out
@@ -100,14 +100,14 @@ def test_schedule_matches_mpi(tmp_path, name, coll, p, dtype):
 
 def test_in_place_call_form_matches_mpi(tmp_path):
     args = write_schedule(tmp_path, "ring", Coll.REDUCESCATTER, 4, inplace=True)
-    res = ccxml_run(4, *args, "--check", "--bytes", "4K", "-n", "1", "-w", "0")
+    res = ccxml_run(4, *args, "--check", "--bytes", "4K", "--iters", "1", "-w", "0")
     assert_checked(res)
     assert "reducescatter, 4 ranks" in res.out and "in-place" in res.out
 
 
 def test_sweep_prints_an_nccl_tests_table_beside_mpi(tmp_path):
     args = write_schedule(tmp_path, "ring", Coll.ALLREDUCE, 2)
-    res = ccxml_run(2, *args, "--check", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "--dtype", "int32")
+    res = ccxml_run(2, *args, "--check", "-b", "1K", "-e", "4K", "-f", "2", "--iters", "2", "--dtype", "int32")
     rows = assert_checked(res, nsizes=3)
     assert [int(r[0]) for r in rows] == [1024, 2048, 4096]          # size (B)
     assert [int(r[1]) for r in rows] == [256, 512, 1024]            # count (elements)
@@ -131,7 +131,7 @@ def test_wrong_offset_fails_naming_rank_and_chunk(tmp_path):
     step = text.index('type="rcs" srcbuf="o" srcoff="1" dstbuf="o" dstoff="1"', text.index('<gpu id="2"'))
     broken = tmp_path / "broken.xml"
     broken.write_text(text[:step] + text[step:].replace('dstoff="1"', 'dstoff="3"', 1))
-    res = ccxml_run(4, broken, "--check", "--bytes", "4K", "-n", "1", "-w", "0")
+    res = ccxml_run(4, broken, "--check", "--bytes", "4K", "--iters", "1", "-w", "0")
     assert res.code == 1, res.out + res.err
     assert "the result differs from MPI_Allgather" in res.err
     # chunk 1 is never written (chunk 3 is overwritten later by the right block): one line
@@ -144,8 +144,8 @@ def test_removed_dependency_fails_naming_rank_and_chunk(tmp_path):
     good, broken = tmp_path / "good.xml", tmp_path / "nodep.xml"
     good.write_text(split_allgather())
     broken.write_text(split_allgather(dep=False))
-    assert_checked(ccxml_run(2, good, "--check", "--bytes", "1K", "-n", "1", "-w", "0"))
-    res = ccxml_run(2, broken, "--check", "--bytes", "1K", "-n", "1", "-w", "0")
+    assert_checked(ccxml_run(2, good, "--check", "--bytes", "1K", "--iters", "1", "-w", "0"))
+    res = ccxml_run(2, broken, "--check", "--bytes", "1K", "--iters", "1", "-w", "0")
     assert res.code == 1, res.out + res.err
     # each rank's TB 0 sends its output block before TB 1 has copied the input there
     assert "rank 0, output chunk 1 (elements 128..255)" in res.err
@@ -189,7 +189,7 @@ def test_links_are_unbounded(tmp_path):
     buffers 2 calls), the executor's links buffer without bound, so the run completes."""
     path = tmp_path / "fifo.xml"
     path.write_text(direct_alltoall(2, per=3, proto="Simple", max_bytes=1 << 20))
-    assert_checked(ccxml_run(2, path, "--check", "--bytes", "4K", "-n", "1", "-w", "0"))
+    assert_checked(ccxml_run(2, path, "--check", "--bytes", "4K", "--iters", "1", "-w", "0"))
 
 
 # ---- unusable input: one line, exit 2, printed once -----------------------------------------
@@ -228,4 +228,4 @@ def test_every_algorithm_and_collective_matches_mpi(tmp_path, name, coll, p):
         args = write_schedule(tmp_path, name, coll, p)
     except AlgorithmError as e:
         pytest.skip(f"{name} cannot build {coll.value} on {p} ranks: {e}")
-    assert_checked(ccxml_run(p, *args, "--check", "--bytes", "4K", "-n", "1", "-w", "0"))
+    assert_checked(ccxml_run(p, *args, "--check", "--bytes", "4K", "--iters", "1", "-w", "0"))
