@@ -211,8 +211,13 @@ def _load(path, nprocs, max_tag, inplace, root, counts_path):
     from ccxml.loader.reader import load
     from ccxml.vocab.collectives import read_counts
     from ccxml.vocab.errors import ExecutionError
-    if not os.path.isfile(path):
-        raise ExecutionError(f"{path}: no such file")
+    from ccxml.vocab.files import input_problem
+    problem = input_problem(path)           # a device, FIFO, directory or loop says what it is
+    if problem:
+        raise ExecutionError(problem)
+    problem = None if counts_path is None else input_problem(counts_path)
+    if problem:
+        raise ExecutionError(f"--counts: {problem}")
     schedule = load(path)
     if schedule.ngpus != nprocs:
         raise ExecutionError(f"{path} is for {schedule.ngpus} ranks but this run has {nprocs} process(es): "

@@ -429,3 +429,22 @@ def test_run_of_a_file_with_a_gpu_id_twice_names_the_file(tmp_path):
     r = ccxml_run(2, dup, "--bytes", "1K", timeout=120)
     assert r.code == 2
     assert one_line(r.err) == f"ccxml: {dup}: a gpu id appears twice"
+
+
+def test_run_says_what_its_inputs_are(tmp_path):
+    """`ccxml run` (outside mpiexec: one process) names a device or a FIFO, given as the schedule
+    or as --counts, instead of reading it (a FIFO with no writer would wait forever)."""
+    fifo = tmp_path / "in.xml"
+    os.mkfifo(fifo)
+    xml = tmp_path / "ring.xml"
+    code, _, err = ccxml(*RING4, "-o", xml)
+    assert code == 0, err
+    cases = [([str(fifo)], f"ccxml: not a regular file: {fifo} is a FIFO (named pipe)"),
+             (["/dev/zero"], "ccxml: not a regular file: /dev/zero is a character device"),
+             ([str(xml), "--counts", str(fifo)], f"--counts: not a regular file: {fifo} is a FIFO")]
+    for args, said in cases:
+        p = subprocess.run([sys.executable, "-m", "ccxml", "run", *args], cwd=REPO, capture_output=True,
+                           text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert p.returncode == 2, (args, p.stderr)
+        line = one_line(p.stderr)
+        assert line.startswith("ccxml: ") and said in line, (args, p.stderr)
