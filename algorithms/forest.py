@@ -1,0 +1,150 @@
+"""Forest — AllGather, ReduceScatter and AllReduce synthesized from the topology graph by packing
+spanning trees at the max-flow bound (ForestColl, arXiv 2402.06787; docs/forest.md).
+
+:func:`ccxml.synthesis.forest.synthesize` finds, for every rank r, k out-trees rooted at r whose edges
+are rank-to-rank hops on the runtime's routes, with rates that fit every link's capacity and add up
+to the bound x* per root (:func:`ccxml.topology.flow.exact_bound`). This script lays them out:
+
+* each rank's block is C chunks, shared out over its trees in proportion to their rates (largest
+  remainders); chunk after chunk, a tree's chunks go down its edges breadth-first, so a tree is a
+  pipeline C/k chunks deep and its depth costs little at large sizes;
+* AllGather: down the out-trees; ReduceScatter: up the same trees reversed (children's partial sums
+  reduced into the parent, the root ends with its block); AllReduce: ReduceScatter then AllGather
+  on the same trees.
+
+CLI: ``ccxml generate forest --coll allgather --preset dgx-h100 --nodes 4`` (a network topology is
+required); options ``--opt chunks=C`` (per rank block, 0: 4·k·depth-ish automatic) and ``tol``.
+"""
+from __future__ import annotations
+
+from ccxml.frontend.algorithm import Options, program
+from ccxml.frontend.chunk import Program
+from ccxml.frontend.registry import algorithm, registry
+from ccxml.vocab.errors import AlgorithmError
+from ccxml.vocab.wire import Coll
+
+
+def _forest(p: int, topology, coll: str, tol: float):
+    if topology is None or getattr(topology, "network", None) is None:
+        raise AlgorithmError("forest needs a network topology: --preset P --nodes N or --topology FILE")
+    net = topology.graph()
+    if net.nranks != p:
+        raise AlgorithmError(f"forest: the topology has {net.nranks} ranks, not {p}")
+    from ccxml.synthesis.forest import synthesize
+    from ccxml.vocab.errors import TopologyError
+    try:
+        return synthesize(net, coll=coll, tol=tol)
+    except TopologyError as e:
+        raise AlgorithmError(str(e)) from None
+
+
+def shares(forest, r: int, chunks: int) -> list[tuple[object, int, int]]:
+    """(tree, first chunk, chunk count) of root r's trees: ``chunks`` shared in proportion to the
+    rates by largest remainders, trees that get none left out."""
+    trees = forest.of_root(r)
+    total = sum(t.rate for t in trees)
+    exact = [t.rate / total * chunks for t in trees]
+    counts = [int(x) for x in exact]
+    for i in sorted(range(len(trees)), key=lambda i: (counts[i] - exact[i], i))[:chunks - sum(counts)]:
+        counts[i] += 1
+    out, at = [], 0
+    for t, c in zip(trees, counts):
+        if c:
+            out.append((t, at, c))
+            at += c
+    return out
+
+
+def auto_chunks(forest) -> int:
+    """Chunks per rank block: enough that every tree gets a few and the deepest pipeline is
+    short against its length."""
+    depth = max(t.depth() for t in forest.trees)
+    return max(4 * forest.k, 2 * depth)
+
+
+def lay_out(prog: Program, forest, C: int, *, gather: bool, reduce: bool, src, acc) -> None:
+    """Move root r's chunks r·C … r·C + C − 1 up (reduce) and/or down (gather) its trees: chunk
+    slot j of every root before slot j + 1 of any, so that every rank's thread blocks serve all the
+    roots' pipelines side by side. Channels: one per direction of a pair of ranks (and per phase)."""
+    p = forest.p
+    work = sorted((j - first, r, j, tree) for r in range(p) for tree, first, count in shares(forest, r, C)
+                  for j in range(first, first + count))
+    plans = {}
+    for _, r, _, tree in work:
+        if id(tree) not in plans:
+            edges = tree.edges_down()
+            plans[id(tree)] = (edges, {u for u, _ in edges})
+    if reduce:
+        for _, r, j, tree in work:
+            edges, inner = plans[id(tree)]
+            idx = r * C + j
+            started: set[int] = set()
+            for u, v in reversed(edges):                  # children before their parents
+                held = acc(v, idx) if v in inner else src(v, idx)
+                ch = int(v > u)
+                if u in started:
+                    held.reduce(acc(u, idx), chan=ch)
+                else:
+                    held.reduce(src(u, idx), chan=ch, out=acc(u, idx))
+                    started.add(u)
+    if gather:
+        base = 2 if reduce else 0
+        for _, r, j, tree in work:
+            edges, _ = plans[id(tree)]
+            idx = r * C + j
+            for u, v in edges:
+                prog.output(u, idx).copy(prog.output(v, idx), chan=base + int(u > v))
+
+
+def _chunks(forest, chunks: int) -> int:
+    if not isinstance(chunks, int) or chunks < 0:
+        raise AlgorithmError(f"forest: chunks must be an integer >= 0 (0: automatic), got {chunks}")
+    return chunks or auto_chunks(forest)
+
+
+@algorithm("forest", Coll.ALLGATHER)
+def allgather(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
+              tol: float = 0.02) -> Program:
+    forest = _forest(p, topology, "allgather", tol)
+    C = _chunks(forest, chunks)
+    prog = program("forest", Coll.ALLGATHER, p, p * C, options)
+    for r in range(p):
+        prog.input(r, 0, C).copy(prog.output(r, r * C, C))
+    lay_out(prog, forest, C, gather=True, reduce=False, src=None, acc=None)
+    prog.forest = forest
+    return prog
+
+
+@algorithm("forest", Coll.REDUCESCATTER)
+def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
+                  tol: float = 0.02) -> Program:
+    forest = _forest(p, topology, "reducescatter", tol)
+    C = _chunks(forest, chunks)
+    prog = program("forest", Coll.REDUCESCATTER, p, p * C, options)
+
+    def acc(v, idx):
+        r = idx // C
+        return prog.output(v, idx - r * C) if v == r else prog.scratch(v, idx)
+
+    lay_out(prog, forest, C, gather=False, reduce=True, src=lambda v, idx: prog.input(v, idx), acc=acc)
+    prog.forest = forest
+    return prog
+
+
+@algorithm("forest", Coll.ALLREDUCE)
+def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
+              tol: float = 0.02) -> Program:
+    forest = _forest(p, topology, "allgather", tol)
+    C = _chunks(forest, chunks)
+    prog = program("forest", Coll.ALLREDUCE, p, p * C, options)
+    lay_out(prog, forest, C, gather=True, reduce=True, src=lambda v, idx: prog.input(v, idx),
+            acc=lambda v, idx: prog.output(v, idx))
+    prog.forest = forest
+    return prog
+
+
+COLLECTIVES = registry.get("forest").builders
+
+if __name__ == "__main__":
+    from ccxml.cli import run_script  # the script as a program: ccxml generate NAME ARGS
+    run_script("forest")
