@@ -67,33 +67,34 @@ def lay_out(prog: Program, forest, C: int, *, gather: bool, reduce: bool, src, a
     slot j of every root before slot j + 1 of any, so that every rank's thread blocks serve all the
     roots' pipelines side by side. Channels: one per direction of a pair of ranks (and per phase)."""
     p = forest.p
-    work = sorted((j - first, r, j, tree) for r in range(p) for tree, first, count in shares(forest, r, C)
+    work = sorted((j - first, r, j, tree, slot) for r in range(p)
+                  for slot, (tree, first, count) in enumerate(shares(forest, r, C))
                   for j in range(first, first + count))
     plans = {}
-    for _, r, _, tree in work:
+    for *_, tree, _ in work:
         if id(tree) not in plans:
             edges = tree.edges_down()
             plans[id(tree)] = (edges, {u for u, _ in edges})
     if reduce:
-        for _, r, j, tree in work:
+        for _, r, j, tree, slot in work:
             edges, inner = plans[id(tree)]
             idx = r * C + j
             started: set[int] = set()
             for u, v in reversed(edges):                  # children before their parents
                 held = acc(v, idx) if v in inner else src(v, idx)
-                ch = int(v > u)
+                ch = 2 * slot + int(v > u)
                 if u in started:
                     held.reduce(acc(u, idx), chan=ch)
                 else:
                     held.reduce(src(u, idx), chan=ch, out=acc(u, idx))
                     started.add(u)
     if gather:
-        base = 2 if reduce else 0
-        for _, r, j, tree in work:
+        base = 2 * forest.k if reduce else 0
+        for _, r, j, tree, slot in work:
             edges, _ = plans[id(tree)]
             idx = r * C + j
             for u, v in edges:
-                prog.output(u, idx).copy(prog.output(v, idx), chan=base + int(u > v))
+                prog.output(u, idx).copy(prog.output(v, idx), chan=base + 2 * slot + int(u > v))
 
 
 def _chunks(forest, chunks: int) -> int:

@@ -27,7 +27,6 @@ Written from the paper and the theorem; no code of ForestColl is used.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
