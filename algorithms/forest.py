@@ -24,7 +24,7 @@ from ccxml.vocab.errors import AlgorithmError
 from ccxml.vocab.wire import Coll
 
 
-def _forest(p: int, topology, coll: str, tol: float):
+def _forest(p: int, topology, coll: str, tol: float, headroom: float):
     if topology is None or getattr(topology, "network", None) is None:
         raise AlgorithmError("forest needs a network topology: --preset P --nodes N or --topology FILE")
     net = topology.graph()
@@ -33,9 +33,14 @@ def _forest(p: int, topology, coll: str, tol: float):
     from ccxml.synthesis.forest import synthesize
     from ccxml.vocab.errors import TopologyError
     try:
-        return synthesize(net, coll=coll, tol=tol)
+        return synthesize(net, coll=coll, tol=tol, headroom=headroom)
     except TopologyError as e:
         raise AlgorithmError(str(e)) from None
+
+
+#: defaults chosen by benchmarks/bench_forest.py (see docs/forest.md)
+HEADROOM = 0.3
+LANES = 2
 
 
 def shares(forest, r: int, chunks: int) -> list[tuple[object, int, int]]:
@@ -62,39 +67,62 @@ def auto_chunks(forest) -> int:
     return max(4 * forest.k, 2 * depth)
 
 
-def lay_out(prog: Program, forest, C: int, *, gather: bool, reduce: bool, src, acc) -> None:
-    """Move root r's chunks r·C … r·C + C − 1 up (reduce) and/or down (gather) its trees: chunk
-    slot j of every root before slot j + 1 of any, so that every rank's thread blocks serve all the
-    roots' pipelines side by side. Channels: one per direction of a pair of ranks (and per phase)."""
+def lay_out(prog: Program, forest, C: int, lanes: int, *, gather: bool, reduce: bool, src, acc) -> None:
+    """Move root r's chunks r·C … r·C + C − 1 up (reduce) and/or down (gather) its trees, every
+    hop issued at its pipeline time: chunk number i of a tree crosses the edge below member u at
+    i + depth(u) going down, the edge above member v at i + height(v) going up (NCCL's pipelined
+    tree, :mod:`ccxml.tables.tree`). A thread block then meets its hops in the order their data
+    become ready, whichever tree they belong to. Each phase has its own channels."""
     p = forest.p
-    work = sorted((j - first, r, j, tree, slot) for r in range(p)
-                  for slot, (tree, first, count) in enumerate(shares(forest, r, C))
-                  for j in range(first, first + count))
-    plans = {}
-    for *_, tree, _ in work:
-        if id(tree) not in plans:
+    up, down = [], []
+    for r in range(p):
+        for tree, first, count in shares(forest, r, C):
             edges = tree.edges_down()
-            plans[id(tree)] = (edges, {u for u, _ in edges})
-    if reduce:
-        for _, r, j, tree, slot in work:
-            edges, inner = plans[id(tree)]
-            idx = r * C + j
-            started: set[int] = set()
-            for u, v in reversed(edges):                  # children before their parents
-                held = acc(v, idx) if v in inner else src(v, idx)
-                ch = 2 * slot + int(v > u)
-                if u in started:
-                    held.reduce(acc(u, idx), chan=ch)
-                else:
-                    held.reduce(src(u, idx), chan=ch, out=acc(u, idx))
-                    started.add(u)
-    if gather:
-        base = 2 * forest.k if reduce else 0
-        for _, r, j, tree, slot in work:
-            edges, _ = plans[id(tree)]
-            idx = r * C + j
+            depth = {tree.root: 0}
             for u, v in edges:
-                prog.output(u, idx).copy(prog.output(v, idx), chan=base + 2 * slot + int(u > v))
+                depth[v] = depth[u] + 1
+            height = dict.fromkeys(depth, 0)
+            for u, v in reversed(edges):
+                height[u] = max(height[u], height[v] + 1)
+            inner = {u for u, _ in edges}
+            for i in range(count):
+                idx = r * C + first + i
+                for n, (u, v) in enumerate(edges):
+                    down.append(((i + depth[u]) / count, r, i, n, idx, u, v))
+                for n, (u, v) in enumerate(reversed(edges)):
+                    up.append(((i + height[v]) / count, r, i, n, idx, u, v, v in inner))
+    if reduce:
+        started: set[tuple[int, int]] = set()
+        for _, _, i, _, idx, u, v, v_inner in sorted(up):
+            held = acc(v, idx) if v_inner else src(v, idx)
+            ch = i % lanes
+            if (u, idx) in started:
+                held.reduce(acc(u, idx), chan=ch)
+            else:
+                held.reduce(src(u, idx), chan=ch, out=acc(u, idx))
+                started.add((u, idx))
+    if gather:
+        base = lanes if reduce else 0
+        for _, _, i, _, idx, u, v in sorted(down):
+            prog.output(u, idx).copy(prog.output(v, idx), chan=base + i % lanes)
+
+
+def _headroom(topology, headroom: float) -> float:
+    """The share of a NIC port's bandwidth kept free for its per-message work (-1: automatic —
+    HEADROOM on more than one node, 0 on one)."""
+    if headroom < 0:
+        net = getattr(topology, "network", None)
+        return HEADROOM if net is not None and net.nodes > 1 else 0.0
+    if not headroom < 1:
+        raise AlgorithmError(f"forest: headroom must be in [0, 1), got {headroom}")
+    return headroom
+
+
+def _lanes(forest, lanes: int) -> int:
+    """Channels per phase: a tree's successive chunks take them in turn (0: automatic)."""
+    if not isinstance(lanes, int) or lanes < 0:
+        raise AlgorithmError(f"forest: lanes must be an integer >= 0 (0: automatic), got {lanes}")
+    return lanes or LANES
 
 
 def _chunks(forest, chunks: int) -> int:
@@ -105,40 +133,46 @@ def _chunks(forest, chunks: int) -> int:
 
 @algorithm("forest", Coll.ALLGATHER)
 def allgather(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-              tol: float = 0.02) -> Program:
-    forest = _forest(p, topology, "allgather", tol)
+              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
+    forest = _forest(p, topology, "allgather", tol, _headroom(topology, headroom))
+    lanes = _lanes(forest, lanes)
     C = _chunks(forest, chunks)
     prog = program("forest", Coll.ALLGATHER, p, p * C, options)
+    prog.split_directions()
     for r in range(p):
         prog.input(r, 0, C).copy(prog.output(r, r * C, C))
-    lay_out(prog, forest, C, gather=True, reduce=False, src=None, acc=None)
+    lay_out(prog, forest, C, lanes, gather=True, reduce=False, src=None, acc=None)
     prog.forest = forest
     return prog
 
 
 @algorithm("forest", Coll.REDUCESCATTER)
 def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-                  tol: float = 0.02) -> Program:
-    forest = _forest(p, topology, "reducescatter", tol)
+                  lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
+    forest = _forest(p, topology, "reducescatter", tol, _headroom(topology, headroom))
+    lanes = _lanes(forest, lanes)
     C = _chunks(forest, chunks)
     prog = program("forest", Coll.REDUCESCATTER, p, p * C, options)
+    prog.split_directions()
 
     def acc(v, idx):
         r = idx // C
         return prog.output(v, idx - r * C) if v == r else prog.scratch(v, idx)
 
-    lay_out(prog, forest, C, gather=False, reduce=True, src=lambda v, idx: prog.input(v, idx), acc=acc)
+    lay_out(prog, forest, C, lanes, gather=False, reduce=True, src=lambda v, idx: prog.input(v, idx), acc=acc)
     prog.forest = forest
     return prog
 
 
 @algorithm("forest", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-              tol: float = 0.02) -> Program:
-    forest = _forest(p, topology, "allgather", tol)
+              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
+    forest = _forest(p, topology, "allgather", tol, _headroom(topology, headroom))
+    lanes = _lanes(forest, lanes)
     C = _chunks(forest, chunks)
     prog = program("forest", Coll.ALLREDUCE, p, p * C, options)
-    lay_out(prog, forest, C, gather=True, reduce=True, src=lambda v, idx: prog.input(v, idx),
+    prog.split_directions()
+    lay_out(prog, forest, C, lanes, gather=True, reduce=True, src=lambda v, idx: prog.input(v, idx),
             acc=lambda v, idx: prog.output(v, idx))
     prog.forest = forest
     return prog

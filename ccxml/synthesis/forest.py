@@ -152,7 +152,7 @@ def min_arborescence(W, root: int):
 class _Problem:
     """Routes as a sparse (pair × link) incidence matrix, capacities, and the node shift."""
 
-    def __init__(self, net, reverse: bool):
+    def __init__(self, net, reverse: bool, headroom: float = 0.0):
         import numpy as np
         from scipy.sparse import csr_array
         self.net, self.p, self.G, self.N = net, net.nranks, net.gpus, net.nodes
@@ -168,7 +168,10 @@ class _Problem:
                     rows.append(a * p + b)
                     cols.append(links.setdefault(x, len(links)))
         self.links = sorted(links, key=links.get)
-        self.cap = np.array([net.link_cap[x] for x in self.links])
+        #: capacities the trees are packed into: a NIC port (kind "net") spends part of its time
+        #: on per-message work, so it is given ``1 - headroom`` of its bandwidth
+        self.cap = np.array([net.link_cap[x] * (1 - headroom if net.link_kind[x] == "net" else 1.0)
+                             for x in self.links])
         self.M = csr_array((np.ones(len(rows)), (rows, cols)), shape=(p * p, len(links)))
         f = net.spec.fabric
         self.symmetric = net.nodes == 1 or net.fabric == "switch" or len(net.nics) == 1 or (
@@ -229,7 +232,7 @@ def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads) -> tupl
 
 
 def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.02,
-               max_k: int = 8) -> Forest:
+               max_k: int = 8, headroom: float = 0.0) -> Forest:
     """A forest for ``net`` (see the module docstring): AllGather out-trees, or for
     ``reducescatter`` the trees whose reversed edges (on route(child, parent)) carry the sums.
     ``rounds``: multiplicative-weight rounds (0: automatic); ``tol``: the smallest k whose rate
@@ -239,7 +242,7 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
     t0 = time.perf_counter()
     reverse = coll == "reducescatter"
     bound = exact_bound(net, "reducescatter" if reverse else "allgather")
-    prob = _Problem(net, reverse)
+    prob = _Problem(net, reverse, headroom)
     p = prob.p
     roots = prob.roots()
     rounds = rounds or 8
@@ -278,9 +281,6 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
         if not added:
             break
         x, weights = _lp(prob, cands, loads)
-        if x <= best * (1 + 1e-9) and x >= bound.rate * (1 - 1e-6):
-            best = x
-            break
         best = x
     k_use, rate, chosen = None, 0.0, []
     for k in range(1, max_k + 1):

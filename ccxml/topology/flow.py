@@ -235,6 +235,7 @@ class ExactBound:
     outside: int
     exact: bool
     note: str = ""
+    cut_coll: str = ""          # AllReduce: the collective whose cut binds
 
     def time_s(self, n: float) -> float:
         """The least time of this collective on n bytes (nccl-tests' size); AllReduce: the
@@ -254,7 +255,7 @@ class ExactBound:
         links = " + ".join(f"{c}x{bw / 1e9:g}" for bw, c in sorted(by_bw.items(), reverse=True))
         if len(self.cut_links) <= 3:
             links = " + ".join(f"{name} {bw / 1e9:g}" for name, bw in self.cut_links)
-        way = "into" if self.coll == "allgather" else "out of"
+        way = "into" if (self.cut_coll or self.coll) == "allgather" else "out of"
         return (f"{who} (with the switch/NIC ports on their side): links {way} it {links} = "
                 f"{total / 1e9:g} GB/s for the blocks of {self.outside} rank{'s' if self.outside > 1 else ''}")
 
@@ -347,7 +348,7 @@ def exact_bound(net, coll: str = "allgather", *, use_networkx: bool = False,
         rate = 2 / (1 / ag.rate + 1 / rs.rate)          # time = n/p/x_ag + n/p/x_rs = 2(n/p)/rate
         return ExactBound("allreduce", ag.p, rate, (ag.p - 1) * rate, worse.cut_ranks, worse.cut_links,
                           worse.outside, ag.exact, "ReduceScatter + AllGather at their bounds; "
-                          f"binding: the {worse.coll} cut")
+                          f"binding: the {worse.coll} cut", worse.coll)
     if coll not in ("allgather", "reducescatter"):
         raise TopologyError(f"the exact bound is for allgather, reducescatter and allreduce, not {coll}")
     rg = graph or RouteGraph.build(net)
