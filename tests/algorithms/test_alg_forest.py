@@ -89,3 +89,42 @@ def test_runs_under_ccxml_run_check(tmp_path):
         path.write_text(build("forest", coll, 4, topology=topo).to_xml("exec"))
         res = ccxml_run(4, str(path), "--check", "--bytes", "4K", "-n", "1", "-w", "0")
         assert res.code == 0, res.err
+
+
+def test_missing_networkx_is_one_clear_line(monkeypatch, tmp_path):
+    import sys
+
+    from in_process import ccxml
+    monkeypatch.setitem(sys.modules, "networkx", None)
+    code, out, err = ccxml("generate", "forest", "--coll", "allgather", "--preset", "dgx-h100", "-q",
+                           "-o", str(tmp_path / "f.xml"))
+    assert code == 2 and err.count("\n") == 1 and "pip install 'ccxml[synth]'" in err, (code, err)
+
+
+def test_generate_summary_says_bound_cut_share_k_and_time(tmp_path):
+    from in_process import ccxml
+    code, out, err = ccxml("generate", "forest", "--coll", "reducescatter", "--preset", "dgx-h100", "-q",
+                           "-o", str(tmp_path / "f.xml"))
+    assert code == 0, err
+    assert "exact bound (max-flow) busbw 450.0 GB/s" in out and "binding cut: rank 0" in out
+    assert "route rule" in out and "of the bound; k = 1 trees per rank" in out and "synthesis" in out
+
+
+# the 95% figure of issue 23: simulated busbw at 1 GiB >= 95% of the exact bound
+FIGURES = [("dgx-h100", 1, c) for c in ("allgather", "reducescatter", "allreduce")]
+
+
+@pytest.mark.parametrize("preset, nodes, coll", FIGURES, ids=[f"{p}x{n}-{c}" for p, n, c in FIGURES])
+def test_busbw_at_least_95_percent_of_the_exact_bound(preset, nodes, coll):
+    check_share(preset, nodes, coll, 0.95)
+
+
+def check_share(preset, nodes, coll, share):
+    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.simulator import simulate_schedule
+    from ccxml.topology.flow import exact_bound
+    topo = load_preset(preset, nodes)
+    sched = algorithm_schedule("forest", coll, topo.nranks, topology=topo)
+    res = simulate_schedule(sched, 1 << 30, topo)
+    bound = exact_bound(topo.graph(), coll)
+    assert res.busbw >= share * bound.busbw, f"{res.busbw / bound.busbw:.1%} of {bound.busbw / 1e9:.1f} GB/s"
