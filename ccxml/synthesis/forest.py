@@ -222,11 +222,28 @@ class _Problem:
         return list(range(self.G)) if self.shifts() > 1 else list(range(self.p))
 
 
-def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads) -> tuple[float, list[float]]:
-    """max x: Σ rates of each searched root's trees = x, link loads ≤ capacities."""
+def _depth(parent) -> int:
+    d, best = {}, 0
+    for v in range(len(parent)):
+        chain, x = [], v
+        while x >= 0 and x not in d:
+            chain.append(x)
+            x = parent[x]
+        base = d.get(x, -1) if x >= 0 else -1
+        for y in reversed(chain):
+            base += 1
+            d[y] = base
+        best = max(best, d[v])
+    return best
+
+
+def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_least: float | None = None):
+    """(x, rates, link duals). max x: Σ rates of each searched root's trees = x, link loads ≤
+    capacities. With ``at_least``: among the packings with x ≥ at_least, the one whose trees are
+    shallowest (least Σ rate × depth) — a shorter pipeline at the same rate."""
     import numpy as np
     from scipy.optimize import linprog
-    from scipy.sparse import csr_array, hstack, vstack
+    from scipy.sparse import csr_array, hstack
     roots = prob.roots()
     nt = len(cands)
     scale = prob.cap.max()
@@ -237,13 +254,18 @@ def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads) -> tupl
         eq[roots.index(r), i] = 1
     eq[:, nt] = -1
     c = np.zeros(nt + 1)
-    c[nt] = -1
-    res = linprog(c, A_ub=vstack([A_ub]), b_ub=b_ub, A_eq=eq, b_eq=np.zeros(len(roots)),
-                  bounds=[(0, None)] * (nt + 1), method="highs")
+    bounds = [(0, None)] * (nt + 1)
+    if at_least is None:
+        c[nt] = -1
+    else:
+        c[:nt] = [_depth(parent) for _, parent in cands]
+        bounds[nt] = (at_least / scale, None)
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=eq, b_eq=np.zeros(len(roots)), bounds=bounds,
+                  method="highs")
     if res.status != 0:
         raise TopologyError(f"forest: the rate LP failed ({res.message})")
-    _lp.duals = -np.asarray(res.ineqlin.marginals)
-    return float(res.x[nt] * scale), [float(w * scale) for w in res.x[:nt]]
+    return (float(res.x[nt] * scale), [float(w * scale) for w in res.x[:nt]],
+            -np.asarray(res.ineqlin.marginals))
 
 
 def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.02,
@@ -285,11 +307,11 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
                 seen.add((r, parent))
                 cands.append((r, parent))
                 loads.append(ld)
-    best, weights = _lp(prob, cands, loads)
+    best, weights, duals = _lp(prob, cands, loads)
     # column generation: price the links by the LP's duals; a root's cheapest arborescence under
     # those prices that costs less than the root's share is a tree that raises the rate
     for _ in range(60):
-        y = np.maximum(_lp.duals, 0) + 1e-12 / prob.cap
+        y = np.maximum(duals, 0) + 1e-12 / prob.cap
         cost = prob.symmetrize((prob.M @ y).reshape(p, p))
         np.fill_diagonal(cost, np.inf)
         added = 0
@@ -302,17 +324,21 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
                 added += 1
         if not added:
             break
-        x, weights = _lp(prob, cands, loads)
+        x, weights, duals = _lp(prob, cands, loads)
         best = x
+    # the shallowest packing at the best rate ranks the trees
+    _, weights, _ = _lp(prob, cands, loads, at_least=best * (1 - 1e-6))
     k_use, rate, chosen = None, 0.0, []
     for k in range(1, max_k + 1):
         keep = []
         for r in roots:
-            mine = sorted((i for i, (q, _) in enumerate(cands) if q == r), key=lambda i: -weights[i])
+            mine = sorted((i for i, (q, _) in enumerate(cands) if q == r), key=lambda i: (-weights[i], i))
             keep.extend(mine[:k])
         keep.sort()
-        x, w = _lp(prob, [cands[i] for i in keep], [loads[i] for i in keep])
+        sub_c, sub_l = [cands[i] for i in keep], [loads[i] for i in keep]
+        x, w, _ = _lp(prob, sub_c, sub_l)
         if x >= (1 - tol) * best or k == max_k:
+            _, w, _ = _lp(prob, sub_c, sub_l, at_least=x * (1 - 1e-6))
             k_use, rate, chosen = k, x, [(cands[i], wi) for i, wi in zip(keep, w) if wi > 1e-9 * x]
             break
     trees = []
