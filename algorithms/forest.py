@@ -40,6 +40,8 @@ def _forest(p: int, topology, coll: str, tol: float, headroom: float):
 
 #: defaults chosen by benchmarks/bench_forest.py (see docs/forest.md)
 LANES = 2
+#: the runtimes' XML nodes per GPU (ccxml.vocab.wire profiles: max_nodes)
+MAX_NODES = 4095
 MIN_HEADROOM = 0.3
 
 
@@ -136,6 +138,33 @@ def _lanes(forest, lanes: int) -> int:
     return lanes or LANES
 
 
+def fit_chunks(forest, C: int, lanes: int, phases: int, limit: int = MAX_NODES) -> int:
+    """The largest chunk count <= C whose every rank stays within the runtimes' ``limit`` XML
+    nodes (1 + ranks + thread blocks + steps; ccxml.vocab.wire): steps counted per tree hop and
+    chunk, thread blocks bounded by 2 per peer, lane and phase. AlgorithmError when even 1 chunk
+    per block does not fit: the topology cannot be served by this layout within the limits."""
+    p = forest.p
+    peers = [set() for _ in range(p)]
+    for t in forest.trees:
+        for v, u in enumerate(t.parent):
+            if u >= 0:
+                peers[u].add(v)
+                peers[v].add(u)
+    for c in range(C, 0, -1):
+        steps = [0] * p
+        for r in range(p):
+            for tree, _, count in shares(forest, r, c):
+                for v, u in enumerate(tree.parent):
+                    if u >= 0:
+                        steps[u] += count * phases
+                        steps[v] += count * phases
+        worst = max(1 + p + 2 * len(peers[x]) * lanes * phases + steps[x] + (c if x else 0) for x in range(p))
+        if worst <= limit:
+            return c
+    raise AlgorithmError(f"forest: {p} ranks cannot be served within the runtimes' {limit} XML nodes per "
+                         f"GPU, even with one chunk per block")
+
+
 def _chunks(forest, chunks: int) -> int:
     if not isinstance(chunks, int) or chunks < 0:
         raise AlgorithmError(f"forest: chunks must be an integer >= 0 (0: automatic), got {chunks}")
@@ -147,7 +176,7 @@ def allgather(p: int, *, topology=None, options: Options = Options(), chunks: in
               lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
     forest = _forest(p, topology, "allgather", tol, _headroom(topology, headroom))
     lanes = _lanes(forest, lanes)
-    C = _chunks(forest, chunks)
+    C = fit_chunks(forest, _chunks(forest, chunks), lanes, 1)
     prog = program("forest", Coll.ALLGATHER, p, p * C, options)
     prog.split_directions()
     for r in range(p):
@@ -162,7 +191,7 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks
                   lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
     forest = _forest(p, topology, "reducescatter", tol, _headroom(topology, headroom))
     lanes = _lanes(forest, lanes)
-    C = _chunks(forest, chunks)
+    C = fit_chunks(forest, _chunks(forest, chunks), lanes, 1)
     prog = program("forest", Coll.REDUCESCATTER, p, p * C, options)
     prog.split_directions()
 
@@ -180,7 +209,7 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: in
               lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
     forest = _forest(p, topology, "allgather", tol, _headroom(topology, headroom))
     lanes = _lanes(forest, lanes)
-    C = _chunks(forest, chunks)
+    C = fit_chunks(forest, _chunks(forest, chunks), lanes, 2)
     prog = program("forest", Coll.ALLREDUCE, p, p * C, options)
     prog.split_directions()
     lay_out(prog, forest, C, lanes, gather=True, reduce=True, src=lambda v, idx: prog.input(v, idx),

@@ -75,6 +75,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--growth", action="store_true")
     ap.add_argument("--colls", default="allgather,reducescatter,allreduce")
+    ap.add_argument("--only", default="", help="e.g. dgx-h100x8,pciex1")
     args = ap.parse_args()
     colls = args.colls.split(",")
     print(f"# {RULE}")
@@ -82,6 +83,8 @@ def main() -> None:
     print(f"# {'topology':22s} {'coll':14s} {'bound GB/s':>10s} {'forest GB/s':>11s} {'share':>7s} "
           f"{'build s':>8s}  binding cut")
     rows = TOPOLOGIES[:2] if args.quick else TOPOLOGIES
+    if args.only:
+        rows = [t for t in rows if f"{t[0]}x{t[1]}" in args.only.split(",")]
     for name, nodes in rows:
         try:
             topo = topology(name, nodes)
@@ -91,7 +94,12 @@ def main() -> None:
         for coll in colls:
             bound = exact_bound(topo.graph(), coll)
             t0 = time.perf_counter()
-            sched = algorithm_schedule("forest", coll, topo.nranks, topology=topo)
+            try:
+                sched = algorithm_schedule("forest", coll, topo.nranks, topology=topo)
+            except ValueError as e:         # a limit the layout cannot fit: one line
+                print(f"  {name + ' x' + str(nodes):22s} {coll:14s} {bound.busbw / 1e9:10.1f}  cannot be "
+                      f"served: {e}", flush=True)
+                continue
             build = time.perf_counter() - t0
             res = simulate_schedule(sched, GIB, topo)
             got = _busbw(res, coll, topo)
