@@ -17,6 +17,8 @@ required); options ``--opt chunks=C`` (per rank block, 0: 4·k·depth-ish automa
 """
 from __future__ import annotations
 
+import functools
+
 from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.registry import algorithm, registry
@@ -30,12 +32,20 @@ def _forest(p: int, topology, coll: str, tol: float, headroom: float):
     net = topology.graph()
     if net.nranks != p:
         raise AlgorithmError(f"forest: the topology has {net.nranks} ranks, not {p}")
-    from ccxml.synthesis.forest import synthesize
     from ccxml.vocab.errors import TopologyError
     try:
-        return synthesize(net, coll=coll, tol=tol, headroom=headroom)
+        return _synthesize(topology.network, coll, tol, headroom)
     except TopologyError as e:
         raise AlgorithmError(str(e)) from None
+
+
+@functools.lru_cache(maxsize=8)
+def _synthesize(spec, coll: str, tol: float, headroom: float):
+    """One synthesis per (network, collective, options): select and tune build a schedule per size
+    and the trees do not depend on it (the Forest is immutable)."""
+    from ccxml.synthesis.forest import synthesize
+    from ccxml.topology.model import build_network
+    return synthesize(build_network(spec), coll=coll, tol=tol, headroom=headroom)
 
 
 #: defaults chosen by benchmarks/bench_forest.py (see docs/forest.md)
