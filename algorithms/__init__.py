@@ -18,7 +18,8 @@ BUILT_IN = (("ring", "ring"), ("mesh", "mesh"), ("rhd", "rhd"), ("pairwise", "pa
             ("star", "star"), ("nhr", "nhr"), ("nb", "nb"), ("ahc", "ahc"), ("pipeline", "pipeline"),
             ("2d-ring", "ring2d"), ("2d-torus", "torus2d"), ("2d-mesh", "mesh2d"),
             ("hierarchical", "hierarchical"), ("tree", "tree"), ("double-tree", "double_tree"),
-            ("bidir-ring", "bidir_ring"), ("recursive-doubling", "doubling"), ("bruck", "bruck"))
+            ("bidir-ring", "bidir_ring"), ("recursive-doubling", "doubling"), ("bruck", "bruck"),
+            ("forest", "forest"))
 
 for _name, _module in BUILT_IN:
     registry.declare(_name, f"{__name__}.{_module}")

@@ -258,6 +258,9 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         click.echo(f"ccxml: warning: {where} is right for root {root} only: the MSCCL runtime ignores "
                    f"the root and also runs it, with wrong results, for a {coll} from any other root",
                    err=True)
+    if getattr(prog, "forest", None) is not None:
+        for line in _forest_summary(prog.forest, algo, target, topology, coll):
+            click.echo(line, err=to_stdout)
     if do_verify:
         from ccxml.interpreter import verify as run_verify
         with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
@@ -324,6 +327,24 @@ def default_output(algorithm: str, coll: str, ranks: int, **options) -> str:
     name = "_".join([algorithm, coll, str(ranks), *parts])
     safe = "".join(c if c.isalnum() or c in "._+-" else "-" for c in name)
     return os.path.join("out", safe + ".xml")
+
+
+def _forest_summary(forest, algo, target, topology, coll) -> list[str]:
+    """The forest's summary: the exact bound and its cut, the simulated busbw at 1 GiB as a share
+    of it, k and the synthesis time."""
+    from ccxml.loader.reader import loads
+    from ccxml.simulator import simulate_schedule
+    from ccxml.topology.flow import RULE, exact_bound
+    from ccxml.writer.msccl import to_xml
+    bound = exact_bound(topology.graph(), coll)
+    res = simulate_schedule(loads(to_xml(algo, target)), 1 << 30, topology)
+    extra = " (ReduceScatter + AllGather at their bounds)" if coll == "allreduce" else ""
+    return [f"forest: exact bound (max-flow) busbw {bound.busbw / 1e9:.1f} GB/s{extra}; binding cut: "
+            f"{bound.describe_cut()}",
+            f"forest: {RULE}",
+            f"forest: simulated busbw at 1 GiB {res.busbw / 1e9:.1f} GB/s = {res.busbw / bound.busbw:.1%} of "
+            f"the bound; k = {forest.k} trees per rank, NIC headroom {forest.headroom:g}, synthesis "
+            f"{forest.seconds:.2f} s"]
 
 
 def _cut_clause(algo) -> str:

@@ -78,5 +78,8 @@ def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, a
     click.echo(f"wrote {shown_path(output)}: {view.label}, {result.nranks} ranks, {len(view.rows)} thread blocks, "
                f"{len(view.steps)} steps, {result.time_s * 1e6:.2f} us at {format_size(n)} "
                f"({topo.describe()}), {len(text.encode('utf-8'))} bytes")
+    from ccxml.cli.simulate import exact_bound_lines
+    for line in exact_bound_lines(topo, schedule.coll, result.busbw):
+        click.echo(line)
     for note in view.notes:
         click.echo(f"note: {note}", err=True)

@@ -369,6 +369,21 @@ def _fmt_bw(x: float) -> str:
     return "inf" if x == float("inf") else f"{x / 1e9:.2f}"
 
 
+def exact_bound_lines(topo, coll, busbw: float | None = None) -> list[str]:
+    """``# ``-lines of the exact max-flow bound (AllGather, ReduceScatter, AllReduce on a network
+    topology; ccxml.topology.flow), with its cut and the route rule, and the share ``busbw`` reaches."""
+    net = getattr(topo, "network", None)
+    coll = getattr(coll, "value", coll)
+    if net is None or coll not in ("allgather", "reducescatter", "allreduce"):
+        return []
+    from ccxml.topology.flow import bound_lines, exact_bound
+    lines = bound_lines(topo.graph(), coll)
+    if busbw is not None and lines and "unavailable" not in lines[0]:
+        share = busbw / exact_bound(topo.graph(), coll).busbw * 100
+        lines[0] += f"; this schedule reaches {share:.1f}% of it"
+    return [f"# {ln}" for ln in lines]
+
+
 def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> None:
     from ccxml.vocab.sizes import format_size
     out = [f"# ccxml simulate: {label}: {schedule.coll}, {schedule.ngpus} ranks, "
@@ -390,6 +405,7 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
         share = last.busbw / b.busbw * 100 if b.busbw > 0 else 0.0
         out.append(f"# bound at {at}: busbw <= {b.busbw / 1e9:.2f} GB/s ({b.cut}); this schedule "
                    f"reaches {share:.1f}% of it")
+    out += exact_bound_lines(topo, schedule.coll, last.busbw)
     busiest = last.busiest_link
     if busiest is not None:
         util = busiest.utilization(last.time_s) * 100
@@ -563,6 +579,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     out = [f"# ccxml select: {coll}, {ranks} ranks, {format_size(n)} ({n} B)",
            f"# topology: {topo.describe()}",
            f"# bound: busbw <= {_fmt_bw(bound.busbw)} GB/s ({bound.cut})",
+           *exact_bound_lines(topo, coll),
            f"# HCCL rule ({advice.level}): {advice.reason} -> {', '.join(advice.algorithms) or '-'}",
            "#",
            f"# {'rank':>4}  {'algorithm':<{w}} {'time (us)':>12} {'algbw':>9} {'busbw':>9} {'vs best':>8}  rule"]

@@ -215,5 +215,10 @@ def show(topology_file, preset, nodes, gpu, as_json):
                               indent=1))
         return
     lines = describe_lines(topo)
+    if topo.network is not None and topo.nranks and topo.nranks > 1:
+        from ccxml.cli.simulate import exact_bound_lines
+        for coll in ("allgather", "reducescatter"):
+            lines += exact_bound_lines(topo, coll)
+        lines.append("# allreduce: ReduceScatter + AllGather at their bounds")
     lines += [f"# note: {n}" for n in notes]
     click.echo("\n".join(lines))
