@@ -352,27 +352,52 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
 
 # ---- ccxml select -----------------------------------------------------------------------------
 
-def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None):
+def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology, root: int | None):
+    """One candidate of :func:`rank_algorithms`: ``(name, SimResult, None)``, or
+    ``(name, None, reason)`` when it cannot build this shape (a worker of the process pool)."""
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError
+    try:
+        sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
+                                   max_bytes=int(nbytes))
+        return name, simulate_schedule(sched, nbytes, topology), None
+    except (ValueError, SimulationError) as e:
+        return name, None, str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None,
+                    jobs: int = 1):
     """Simulate every available algorithm supporting ``coll`` and each of its variants
     (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
-    (its messages as large as the runtime moves at that size).
+    (its messages as large as the runtime moves at that size), ``jobs`` candidates at a time in
+    worker processes (:func:`ccxml.tuning.pool.run_all`: the same result with any ``jobs``).
 
     Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
     unavailable = [(name, reason)] for algorithms that cannot build this shape.
     """
     from ccxml.algorithms import registry
-    from ccxml.simulator import simulate_schedule
-    from ccxml.vocab.errors import SimulationError
+    from ccxml.tuning.pool import run_all
     ranked, skipped = [], []
-    for name in registry.entries(coll):
-        try:
-            sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
-                                       max_bytes=int(nbytes))
-            ranked.append((name, simulate_schedule(sched, nbytes, topology)))
-        except (ValueError, SimulationError) as e:
-            skipped.append((name, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    work = [(name, coll, ranks, nbytes, topology, root) for name in registry.entries(coll)]
+    for name, result, why in run_all(_rank_one, work, jobs):
+        if result is None:
+            skipped.append((name, why))
+        else:
+            ranked.append((name, result))
     ranked.sort(key=lambda x: (x[1].time_s, x[0]))
     return ranked, skipped
+
+
+def jobs_option(f):
+    """-j/--jobs: candidates simulated at once, in worker processes."""
+    return click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                        help="Candidates to simulate at once, in worker processes (default: the "
+                             "machine's cores); the output is the same for any value.")(f)
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    from ccxml.tuning.pool import default_jobs
+    return default_jobs() if jobs is None else jobs
 
 
 @click.command("select")
@@ -384,7 +409,9 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
 @topology_options
 @flat_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, beta, gamma, as_json):
+@jobs_option
+def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, beta, gamma, as_json,
+           jobs=None):
     """Rank every algorithm that supports COLL by simulated time, beside HCCL's rule of thumb.
 
     Without a topology option: the flat model (dedicated 100 GB/s links, 1 µs per transfer);
@@ -402,7 +429,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         _fail(str(e))
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
-    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root)
+    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root, jobs=resolve_jobs(jobs))
     bound = busbw_bound(topo, coll, ranks, n, root or 0)
     advice = hccl_rule(coll, ranks, n, topo)
     names = [name for name, _ in ranked]

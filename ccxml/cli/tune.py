@@ -5,6 +5,7 @@ import os
 
 import click
 
+from ccxml.cli.simulate import jobs_option, resolve_jobs
 from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.vocab.wire import PROFILES
 
@@ -76,8 +77,9 @@ def _size(text, option):
 @click.option("--channels", type=int, default=1, show_default=True, help="Channels per instance.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("-o", "--output", required=True, help="The directory to write (MSCCL_ALGO_DIR).")
+@jobs_option
 def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max_bytes, factor,
-         algorithms, forms, root, channels, quiet, output):
+         algorithms, forms, root, channels, quiet, output, jobs=None):
     """Write a directory the runtime can use as MSCCL_ALGO_DIR, every file verified.
 
     Per collective and call form, the size range is split into windows, each served by the
@@ -118,7 +120,8 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
         check_directory(output)                      # fail before the work, not after
         jobs = len(cfg.colls) * len(cfg.forms)
         with Progress(jobs, f"tuning {ranks} ranks", quiet=quiet) as bar:
-            result = run_tune(cfg, on_step=lambda done, label: bar.update(done - bar.pos, label))
+            result = run_tune(cfg, on_step=lambda done, label: bar.update(done - bar.pos, label),
+                              jobs=resolve_jobs(jobs))
         mpath = write_algo_dir(result, output)
     except TuneError as e:
         raise click.ClickException(str(e)) from None
