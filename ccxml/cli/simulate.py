@@ -31,7 +31,7 @@ def _schedule_from_text(text: str):
 
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
                        topology=None, target: str = "exec", opts: dict[str, str] | None = None,
-                       **options):
+                       on_limit=None, **options):
     """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule
     (``algorithm`` may name a variant, ``NAME:VARIANT``, as :meth:`Registry.entries` lists them).
 
@@ -39,7 +39,9 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
     runtime profile whose limits the compiler meets (it may split long thread blocks); ``opts``
     the builder's own options as text (``--opt KEY=VALUE``).
-    Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...).
+    Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...). With ``on_limit``
+    a schedule that breaks one of the target's limits is built again without any
+    (:data:`ccxml.vocab.wire.UNBOUNDED`, the simulator has none) and ``on_limit(reason)`` called.
     """
     from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
@@ -52,22 +54,40 @@ def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | Non
     kwargs = alg.topology_args(c, topology) if c in alg.builders else {}
     if opts:
         kwargs.update(alg.parse_options(c, opts))
-    prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs,
-                          **variant)
-    algo = prog.compile(target)
+    from ccxml.vocab.errors import LimitError
+    from ccxml.vocab.wire import UNBOUNDED
+
+    def build():
+        return registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs,
+                              **variant)
+    try:
+        algo = build().compile(target)
+    except LimitError as e:
+        if on_limit is None:
+            raise
+        target = UNBOUNDED.name
+        algo = build().compile(target)
+        on_limit(str(e).splitlines()[0])
     return _schedule_from_text(to_xml(algo, target))
+
+
+def limit_note(name: str, reason: str, target: str = "exec") -> str:
+    """What simulate and select say of a schedule timed without the runtime's limits."""
+    from ccxml.vocab.wire import UNBOUNDED
+    return (f"{name}: {reason}; timed without the {target} runtime's limits (profile "
+            f"{UNBOUNDED.name!r}, as if the runtime had none): no runtime loads it as built")
 
 
 def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *,
                         root: int | None = None, topology=None, target: str = "exec",
-                        opts: dict[str, str] | None = None):
+                        opts: dict[str, str] | None = None, on_limit=None):
     """One schedule per size: the algorithm built for a window ending at that size (messages as
     large as the runtime moves at that size, §6), as ``ccxml tune`` builds them. Sizes that give
     the same primitive-call size share one schedule."""
     from ccxml.vocab.wire import max_allowed_count
     top = max(sizes)
     first = algorithm_schedule(algorithm, coll, ranks, root=root, topology=topology,
-                               target=target, opts=opts, max_bytes=top)
+                               target=target, opts=opts, max_bytes=top, on_limit=on_limit)
     built = {max_allowed_count(first.proto, top, first.nchunksperloop): first}
     out = []
     for n in sizes:
@@ -75,7 +95,7 @@ def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int],
         if allowed not in built:
             built[allowed] = algorithm_schedule(algorithm, coll, ranks, root=root,
                                                 topology=topology, target=target, opts=opts,
-                                                max_bytes=n)
+                                                max_bytes=n, on_limit=on_limit)
         out.append(built[allowed])
     return out
 
@@ -220,10 +240,13 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
                                f"--ranks and --coll (e.g. ccxml {command} ring --ranks 8 --coll "
                                f"allreduce; --preset/--nodes give the ranks too)")
     ranks = ranks_of(topo, ranks)
+    limits: list[str] = []
     try:
-        schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts)
+        schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts,
+                                        on_limit=limits.append)
     except ValueError as e:
         _fail(str(e))
+    notes = notes + [limit_note(target, why) for why in dict.fromkeys(limits)]
     return Target(schedules, f"{target} {coll}", topo, notes, False)
 
 
@@ -353,14 +376,17 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
 # ---- ccxml select -----------------------------------------------------------------------------
 
 def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology, root: int | None):
-    """One candidate of :func:`rank_algorithms`: ``(name, SimResult, None)``, or
-    ``(name, None, reason)`` when it cannot build this shape (a worker of the process pool)."""
+    """One candidate of :func:`rank_algorithms`: ``(name, SimResult, None)``, ``(name,
+    SimResult, limit)`` when it was timed without the runtime's limits (``limit``: the one it
+    breaks), or ``(name, None, reason)`` when it cannot build this shape (a worker of the
+    process pool)."""
     from ccxml.simulator import simulate_schedule
     from ccxml.vocab.errors import SimulationError
+    limits: list[str] = []
     try:
         sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
-                                   max_bytes=int(nbytes))
-        return name, simulate_schedule(sched, nbytes, topology), None
+                                   max_bytes=int(nbytes), on_limit=limits.append)
+        return name, simulate_schedule(sched, nbytes, topology), limits[0] if limits else None
     except (ValueError, SimulationError) as e:
         return name, None, str(e).splitlines()[0] if str(e) else type(e).__name__
 
@@ -372,20 +398,23 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     (its messages as large as the runtime moves at that size), ``jobs`` candidates at a time in
     worker processes (:func:`ccxml.tuning.pool.run_all`: the same result with any ``jobs``).
 
-    Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
-    unavailable = [(name, reason)] for algorithms that cannot build this shape.
+    Returns (ranked, unavailable, unbounded): ranked = [(name, SimResult)] fastest first (ties
+    by name); unavailable = [(name, reason)] for algorithms that cannot build this shape;
+    unbounded = {name: limit} for those a runtime limit stops, timed without the limits.
     """
     from ccxml.algorithms import registry
     from ccxml.tuning.pool import run_all
-    ranked, skipped = [], []
+    ranked, skipped, unbounded = [], [], {}
     work = [(name, coll, ranks, nbytes, topology, root) for name in registry.entries(coll)]
     for name, result, why in run_all(_rank_one, work, jobs):
         if result is None:
             skipped.append((name, why))
         else:
             ranked.append((name, result))
+            if why is not None:
+                unbounded[name] = why
     ranked.sort(key=lambda x: (x[1].time_s, x[0]))
-    return ranked, skipped
+    return ranked, skipped, unbounded
 
 
 def jobs_option(f):
@@ -429,7 +458,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         _fail(str(e))
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
-    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root, jobs=resolve_jobs(jobs))
+    ranked, skipped, unbounded = rank_algorithms(coll, ranks, n, topo, root, jobs=resolve_jobs(jobs))
     bound = busbw_bound(topo, coll, ranks, n, root or 0)
     advice = hccl_rule(coll, ranks, n, topo)
     names = [name for name, _ in ranked]
@@ -445,6 +474,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
             and advice.algorithms[0] not in names and advice.algorithms[0] != alt:
         notes.append(f"the rule's first choice ({advice.algorithms[0]}) cannot run {coll} here; "
                      f"next: {rule_pick}")
+    notes.extend(limit_note(name, why) for name, why in unbounded.items())
     if not ranked:
         notes.append(f"no available algorithm can run {coll} on {ranks} ranks here")
     elif rule_pick is None:
@@ -469,7 +499,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
             "model": "shared" if topo.is_network else "dedicated",
             "bound": {"time_s": bound.time_s, "busbw_GBps": bound.busbw / 1e9, "cut": bound.cut},
             "ranking": [{"algorithm": a, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,
-                         "busbw_GBps": r.busbw / 1e9} for a, r in ranked],
+                         "busbw_GBps": r.busbw / 1e9,
+                         **({"unbounded": unbounded[a]} if a in unbounded else {})} for a, r in ranked],
             "unavailable": [{"algorithm": a, "reason": why} for a, why in skipped],
             "rule": {"level": advice.level, "algorithms": list(advice.algorithms),
                      "reason": advice.reason, "pick": rule_pick, "unless_faster": alt},
@@ -486,6 +517,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     best = ranked[0][1].time_s if ranked else 0.0
     for i, (name, r) in enumerate(ranked, 1):
         mark = "<- rule" if name == rule_pick else ""
+        if name in unbounded:
+            mark = (mark + " (no limits)").strip()
         rel = r.time_s / best if best > 0 else 1.0
         out.append(f"  {i:>4}  {name:<{w}} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
                    f"{r.busbw / 1e9:>9.2f} {rel:>7.2f}x  {mark}".rstrip())
