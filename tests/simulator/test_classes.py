@@ -1,0 +1,125 @@
+"""The class engine (:mod:`ccxml.simulator.classes`) against its exact twin, the per-step engine.
+
+The class engine simulates one rank per orbit of the schedule's verified symmetry group and
+puts each transfer on the network as a flow class; its answer must be the per-step engine's,
+float for float: the same makespan, per-rank figures, per-pair and per-link figures, critical
+path, step and transfer counts. Exact equality (not a tolerance) holds because the class engine
+does the same floating-point operations in the same order on the representatives' steps: the
+members of a class have bit-identical times in the per-step engine (the engine is equivariant
+and the network's capacities, latencies and overheads are equal along an orbit), the link
+shares are remaining capacity over a sum of integer weights (exact as a float), and with weight
+1 a frozen class takes ``share`` — not ``1.0 * share`` computed differently — from each link.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from ccxml.simulator import simulate_schedule
+from ccxml.simulator.flows import ClassFlowNetwork, FlowNetwork
+from ccxml.simulator.symmetry import find_symmetry
+
+PRESETS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "ccxml" / "topology"
+                                  / "presets").glob("*.toml"))
+
+
+def _topo(preset, nodes):
+    from ccxml.cli.topology import resolve
+    return resolve(None, preset, nodes, None)[0]
+
+
+def _build(name, coll, topo, nbytes):
+    from ccxml.cli.simulate import algorithm_schedule
+    return algorithm_schedule(name, coll, topo.nranks, topology=topo, max_bytes=nbytes)
+
+
+def _same(a, b):
+    assert a.time_s == b.time_s
+    assert (a.steps, a.transfers, a.warnings, a.model) == (b.steps, b.transfers, b.warnings, b.model)
+    assert a.ranks == b.ranks
+    assert a.links == b.links
+    assert a.net_links == b.net_links
+    assert a.critical_path == b.critical_path
+
+
+def _twin(name, coll, preset, nodes, nbytes):
+    """(symmetry order or None, both results agree); None if the algorithm cannot build here."""
+    topo = _topo(preset, nodes)
+    try:
+        sched = _build(name, coll, topo, nbytes)
+    except ValueError:
+        return None
+    sym = find_symmetry(sched, topo, topo.nranks)
+    fast = simulate_schedule(sched, nbytes, topo)
+    ref = simulate_schedule(sched, nbytes, topo, classes=False)
+    _same(fast, ref)
+    return sym
+
+
+@pytest.mark.parametrize("name,coll,nodes,order", [
+    ("ring", "allreduce", 4, 4),         # the node shift: 8 representatives
+    ("pipeline", "allreduce", 4, 4),
+    ("mesh", "allreduce", 2, 2),
+    ("2d-torus", "allreduce", 2, 8),     # the local shift
+])
+@pytest.mark.parametrize("nbytes", [1 << 16, 1 << 30])
+def test_class_engine_agrees_exactly_with_the_per_step_engine(name, coll, nodes, order, nbytes):
+    sym = _twin(name, coll, "dgx-h100", nodes, nbytes)
+    assert sym is not None and sym.order >= order       # the class engine did run
+
+
+def test_a_broken_symmetry_falls_back_to_the_per_step_engine():
+    topo = _topo("dgx-h100", 4)
+    sched = _build("ring", "allreduce", topo, 1 << 20)
+    assert find_symmetry(sched, topo, 32) is not None
+    tb = sched.gpus[5].tbs[0]
+    steps = tb.steps
+    steps[0].cnt += 1                    # one step of one rank moves more
+    tb.steps = steps
+    assert find_symmetry(sched, topo, 32) is None
+    _same(simulate_schedule(sched, 1 << 20, topo), simulate_schedule(sched, 1 << 20, topo, classes=False))
+
+
+def test_class_flows_of_weight_one_share_as_flows_do():
+    rng = random.Random(7)
+    cap = [rng.choice([1e9, 2e9, 5e9]) for _ in range(12)]
+    plain, classes = FlowNetwork(cap), ClassFlowNetwork(cap)
+    for i in range(40):
+        links = tuple(sorted(rng.sample(range(12), rng.randint(1, 4))))
+        t, size = rng.random() * 1e-3, rng.random() * 1e7
+        plain.add(t, links, size, i)
+        classes.add(t, links, size, i)
+    got = {"plain": [], "classes": []}
+    for net, out in ((plain, got["plain"]), (classes, got["classes"])):
+        while (t := net.next_time()) != float("inf"):
+            out.extend((t, tok) for tok in net.advance(t))
+    assert got["plain"] == got["classes"] and len(got["plain"]) == 40
+
+
+def test_a_class_of_weight_two_moves_at_half_the_link():
+    net = ClassFlowNetwork([1e9, 1e9])
+    net.add(0.0, (0, 1), 1e9, "a", None, (2.0, 1.0))
+    t = net.next_time()
+    net.advance(t)
+    assert net.next_time() == 2.0        # 1 GB at 0.5 GB/s: two members share link 0
+
+
+COLLS = ["allreduce", "allgather", "reducescatter", "alltoall"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_preset_every_algorithm_up_to_64_ranks(preset):
+    from ccxml.algorithms import registry
+    gpus = _topo(preset, 1).nranks
+    ran = 0
+    for nodes in sorted({n for n in (1, 2, 4, 8) if n * gpus <= 64}):
+        for coll in COLLS:
+            for name in registry.entries(coll):
+                for nbytes in (1 << 16, 1 << 30):
+                    sym = _twin(name, coll, preset, nodes, nbytes)
+                    ran += sym is not None
+    if preset != "flat":
+        assert ran > 0
