@@ -1,14 +1,16 @@
 """The class engine (:mod:`ccxml.simulator.classes`) against its exact twin, the per-step engine.
 
 The class engine simulates one rank per orbit of the schedule's verified symmetry group and
-puts each transfer on the network as a flow class; its answer must be the per-step engine's,
-float for float: the same makespan, per-rank figures, per-pair and per-link figures, critical
-path, step and transfer counts. Exact equality (not a tolerance) holds because the class engine
-does the same floating-point operations in the same order on the representatives' steps: the
-members of a class have bit-identical times in the per-step engine (the engine is equivariant
-and the network's capacities, latencies and overheads are equal along an orbit), the link
-shares are remaining capacity over a sum of integer weights (exact as a float), and with weight
-1 a frozen class takes ``share`` — not ``1.0 * share`` computed differently — from each link.
+puts each transfer on the network as a flow class; its answer must be the per-step engine's:
+the same step and transfer counts, warnings, ranks, pairs and links (integers exactly), and
+every time — makespan, per-rank and per-link seconds, bytes — equal to 1e-12 relative. Most
+cases give the very same floats (the dgx-h100 cases below are checked bit for bit); the
+tolerance is for the order of floating-point sums, which the symmetry changes and real
+arithmetic does not see: a representative's receive time is summed over its own sends' images,
+in their order rather than in the order of the receives, and progressive filling may freeze two
+links of equal share in another order (seen on ascend-910b x 4 mesh: 1 ulp). Where times tie
+exactly in real arithmetic, an ulp may also pick another, equally long, critical path: its end
+is compared, not its steps, except where the floats are identical.
 """
 from __future__ import annotations
 
@@ -35,16 +37,32 @@ def _build(name, coll, topo, nbytes):
     return algorithm_schedule(name, coll, topo.nranks, topology=topo, max_bytes=nbytes)
 
 
-def _same(a, b):
-    assert a.time_s == b.time_s
+def _close(x, y):
+    return x == y or abs(x - y) <= 1e-12 * max(abs(x), abs(y))
+
+
+def _same(a, b, bitwise=False):
     assert (a.steps, a.transfers, a.warnings, a.model) == (b.steps, b.transfers, b.warnings, b.model)
-    assert a.ranks == b.ranks
-    assert a.links == b.links
-    assert a.net_links == b.net_links
-    assert a.critical_path == b.critical_path
+    if bitwise:
+        assert a.time_s == b.time_s
+        assert (a.ranks, a.links, a.net_links) == (b.ranks, b.links, b.net_links)
+        assert a.critical_path == b.critical_path
+        return
+    assert _close(a.time_s, b.time_s)
+    for ra, rb in zip(a.ranks, b.ranks, strict=True):
+        assert ra.rank == rb.rank
+        for f in ("finish_s", "busy_s", "send_s", "recv_s", "reduce_s"):
+            assert _close(getattr(ra, f), getattr(rb, f)), (ra, rb)
+    for la, lb in zip(a.links, b.links, strict=True):
+        assert (la.src, la.dst, la.level, la.transfers) == (lb.src, lb.dst, lb.level, lb.transfers)
+        assert _close(la.bytes, lb.bytes) and _close(la.busy_s, lb.busy_s)
+    for la, lb in zip(a.net_links, b.net_links, strict=True):
+        assert (la.name, la.kind, la.capacity, la.transfers) == (lb.name, lb.kind, lb.capacity, lb.transfers)
+        assert _close(la.bytes, lb.bytes) and _close(la.busy_s, lb.busy_s)
+    assert a.critical_path and _close(a.critical_path[-1].end, b.critical_path[-1].end)
 
 
-def _twin(name, coll, preset, nodes, nbytes):
+def _twin(name, coll, preset, nodes, nbytes, bitwise=False):
     """(symmetry order or None, both results agree); None if the algorithm cannot build here."""
     topo = _topo(preset, nodes)
     try:
@@ -54,7 +72,7 @@ def _twin(name, coll, preset, nodes, nbytes):
     sym = find_symmetry(sched, topo, topo.nranks)
     fast = simulate_schedule(sched, nbytes, topo)
     ref = simulate_schedule(sched, nbytes, topo, classes=False)
-    _same(fast, ref)
+    _same(fast, ref, bitwise)
     return sym
 
 
@@ -66,7 +84,7 @@ def _twin(name, coll, preset, nodes, nbytes):
 ])
 @pytest.mark.parametrize("nbytes", [1 << 16, 1 << 30])
 def test_class_engine_agrees_exactly_with_the_per_step_engine(name, coll, nodes, order, nbytes):
-    sym = _twin(name, coll, "dgx-h100", nodes, nbytes)
+    sym = _twin(name, coll, "dgx-h100", nodes, nbytes, bitwise=True)
     assert sym is not None and sym.order >= order       # the class engine did run
 
 
