@@ -191,6 +191,19 @@ def _same_depids(a, b, beta: dict, same_ids: bool) -> bool:
     return bool(np.array_equal(mapped, b))
 
 
+class _Forms(dict):
+    """GPU -> :func:`_gpu_form` with no peer mapping, computed on first use."""
+
+    def __init__(self, gpus, ident, chans):
+        super().__init__()
+        self._args = gpus, ident, chans
+
+    def __missing__(self, g):
+        gpus, ident, chans = self._args
+        got = self[g] = _gpu_form(g, gpus[g], ident, chans)
+        return got
+
+
 def _schedule_invariant(gpus: dict, sigma, own: dict, chans: dict, memo: dict) -> bool:
     """σ maps every GPU's TBs onto those of its image: headers, steps, and dependencies on the
     TBs the headers match (a TB's id may change: builders number TBs by peer)."""
@@ -248,7 +261,7 @@ def find_symmetry(schedule: Schedule, topology, p: int) -> Symmetry | None:
         return r
     chans = connection_channels(gpus)
     memo: dict = {}
-    own = {g: _gpu_form(g, gpu, ident, chans) for g, gpu in gpus.items()}
+    own = _Forms(gpus, ident, chans)          # built as asked: a mismatch is usually found early
     maps = []
     flags = []
     for which, n_ok in (("node", N > 1), ("local", M > 1)):
@@ -271,7 +284,7 @@ def find_symmetry(schedule: Schedule, topology, p: int) -> Symmetry | None:
     if not any(flags):
         return None
     sym = Symmetry(N, M, flags[0], flags[1])
-    sym.tb_ids = {g: {h: tb.id for h, tb in form.items()} for g, form in own.items()}
+    sym.tb_ids = {g: {h: tb.id for h, tb in own[g].items()} for g in gpus}
     sym.chans = chans
     # link orbits: connected components of the link maps (union-find over the used links)
     parent: dict[int, int] = {}
