@@ -131,7 +131,10 @@ COLLS = ["allreduce", "allgather", "reducescatter", "alltoall"]
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_preset_every_algorithm_up_to_64_ranks(preset):
     from ccxml.algorithms import registry
-    gpus = _topo(preset, 1).nranks
+    one = _topo(preset, 1)
+    if not one.is_network:
+        pytest.skip(f"{preset}: dedicated links, which the class engine leaves to the per-step one")
+    gpus = one.nranks
     ran = 0
     for nodes in sorted({n for n in (1, 2, 4, 8) if n * gpus <= 64}):
         for coll in COLLS:
@@ -139,5 +142,4 @@ def test_every_preset_every_algorithm_up_to_64_ranks(preset):
                 for nbytes in (1 << 16, 1 << 30):
                     sym = _twin(name, coll, preset, nodes, nbytes)
                     ran += sym is not None
-    if preset != "flat":
-        assert ran > 0
+    assert ran > 0                      # the class engine ran on some of them
