@@ -17,7 +17,7 @@ import click
 from ccxml.cli.options import OUTPUT, SIZE, Refused, cannot_write, opt_option, read_opts, unverified_option
 from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
 from ccxml.vocab.files import file_text
-from ccxml.vocab.wire import Coll
+from ccxml.vocab.wire import UNBOUNDED, Coll
 
 COLL_NAMES = [c.value for c in Coll]
 
@@ -32,12 +32,24 @@ def _schedule_from_text(text: str):
 
 def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
                        topology=None, target: str = "exec", opts: dict[str, str] | None = None,
-                       **options):
+                       on_limit=None, **options):
     """Generate ``algorithm``'s ``coll`` for ``ranks`` ranks in memory and load it as a Schedule:
-    :func:`compiled_algorithm`, written for ``target`` and read back by the loader."""
+    :func:`compiled_algorithm`, written for ``target`` and read back by the loader. When the
+    target's limits stop it and ``on_limit`` is given, it is built again for the
+    :data:`~ccxml.vocab.wire.UNBOUNDED` profile (to be timed, never written) and ``on_limit``
+    gets the limit's one line."""
+    from ccxml.vocab.errors import LimitError
+    from ccxml.vocab.wire import UNBOUNDED
     from ccxml.writer.msccl import to_xml
-    algo = compiled_algorithm(algorithm, coll, ranks, root=root, topology=topology, target=target,
-                              opts=opts, **options)
+    kw = dict(root=root, topology=topology, opts=opts, **options)
+    try:
+        algo = compiled_algorithm(algorithm, coll, ranks, target=target, **kw)
+    except LimitError as e:
+        if on_limit is None:
+            raise
+        target = UNBOUNDED.name
+        algo = compiled_algorithm(algorithm, coll, ranks, target=target, **kw)
+        on_limit(str(e).splitlines()[0])
     return _schedule_from_text(to_xml(algo, target))
 
 
@@ -52,7 +64,9 @@ def compiled_algorithm(algorithm: str, coll: str, ranks: int, *, root: int | Non
     ``servers``/``ranks_per_server`` parameters); other builders ignore it. ``target`` is the
     runtime profile whose limits the compiler meets (it may split long thread blocks); ``opts``
     the builder's own options as text (``--opt KEY=VALUE``).
-    Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...).
+    Raises ValueError subclasses (unknown algorithm, bad shape, limits, ...). With ``on_limit``
+    a schedule that breaks one of the target's limits is built again without any
+    (:data:`ccxml.vocab.wire.UNBOUNDED`, the simulator has none) and ``on_limit(reason)`` called.
     """
     from ccxml.algorithms import registry
     from ccxml.frontend.algorithm import Options
@@ -69,16 +83,23 @@ def compiled_algorithm(algorithm: str, coll: str, ranks: int, *, root: int | Non
     return prog.compile(target)
 
 
+def limit_note(name: str, reason: str, target: str = "exec") -> str:
+    """What simulate and select say of a schedule timed without the runtime's limits."""
+    from ccxml.vocab.wire import UNBOUNDED
+    return (f"{name}: {reason}; timed without the {target} runtime's limits (profile "
+            f"{UNBOUNDED.name!r}, as if the runtime had none): no runtime loads it as built")
+
+
 def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *,
                         root: int | None = None, topology=None, target: str = "exec",
-                        opts: dict[str, str] | None = None):
+                        opts: dict[str, str] | None = None, on_limit=None):
     """One schedule per size: the algorithm built for a window ending at that size (messages as
     large as the runtime moves at that size, §6), as ``ccxml tune`` builds them. Sizes that give
     the same primitive-call size share one schedule."""
     from ccxml.vocab.wire import max_allowed_count
     top = max(sizes)
     first = algorithm_schedule(algorithm, coll, ranks, root=root, topology=topology,
-                               target=target, opts=opts, max_bytes=top)
+                               target=target, opts=opts, max_bytes=top, on_limit=on_limit)
     built = {max_allowed_count(first.proto, top, first.nchunksperloop): first}
     out = []
     for n in sizes:
@@ -86,7 +107,7 @@ def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int],
         if allowed not in built:
             built[allowed] = algorithm_schedule(algorithm, coll, ranks, root=root,
                                                 topology=topology, target=target, opts=opts,
-                                                max_bytes=n)
+                                                max_bytes=n, on_limit=on_limit)
         out.append(built[allowed])
     return out
 
@@ -195,12 +216,12 @@ class Target:
 UNVERIFIED_NOTE = "not verified (--unverified): the figures are those of a schedule that may be wrong"
 
 
-def verification_failure(schedule) -> str | None:
-    """The first reason ``ccxml verify`` (target exec, every call form the file declares) fails
+def verification_failure(schedule, target: str = "exec") -> str | None:
+    """The first reason ``ccxml verify`` (``target``, every call form the file declares) fails
     ``schedule``, or None when it passes (warnings pass, as in ``verify`` without --strict)."""
     from ccxml.interpreter import verify
     try:
-        rep = verify(schedule)
+        rep = verify(schedule, target=target)
     except ValueError as e:               # NotExecutable and friends: it cannot be run at all
         return str(e).splitlines()[0]
     fails = rep.failures(False)
@@ -219,9 +240,10 @@ def refuse_free_model(topo) -> None:
                                "every time 0 s: give --alpha or --beta > 0 (or a --preset)")
 
 
-def check_verified(schedules, label: str, unverified: bool, command: str) -> list[str]:
-    """Refuse (exit 1, one line) a schedule that fails verification, unless ``unverified``:
-    then the notes say it was not verified. Returns the notes to print."""
+def check_verified(schedules, label: str, unverified: bool, command: str,
+                   target: str = "exec") -> list[str]:
+    """Refuse (exit 1, one line) a schedule that fails verification for ``target``, unless
+    ``unverified``: then the notes say it was not verified. Returns the notes to print."""
     if unverified:
         return [UNVERIFIED_NOTE]
     seen: set = set()
@@ -229,7 +251,7 @@ def check_verified(schedules, label: str, unverified: bool, command: str) -> lis
         if id(sch) in seen:
             continue
         seen.add(id(sch))
-        why = verification_failure(sch)
+        why = verification_failure(sch, target)
         if why:
             raise Refused(f"{label} fails verification: {why} (ccxml verify says why; "
                           f"{command} --unverified uses it anyway)")
@@ -275,12 +297,16 @@ def load_target(target: str, sizes: list[int], *, ranks=None, coll=None, root=No
                                f"allreduce; --preset/--nodes give the ranks too)")
     ranks = ranks_of(topo, ranks)
     check_fit(topo, ranks, topology_file=topology_file, preset=preset, nodes=nodes)
+    limits: list[str] = []
     try:
-        schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts)
+        schedules = algorithm_schedules(target, coll, ranks, sizes, root=root, topology=topo, opts=opts,
+                                        on_limit=limits.append)
     except ValueError as e:
         _fail(str(e))
     label = f"{target} {coll}"
-    notes = check_verified(schedules, label, unverified, command) + notes
+    notes = check_verified(schedules, label, unverified, command,
+                           target=UNBOUNDED.name if limits else "exec") + notes
+    notes = notes + [limit_note(target, why) for why in dict.fromkeys(limits)]
     return Target(schedules, label, topo, notes, False)
 
 
@@ -427,42 +453,76 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
 
 # ---- ccxml select -----------------------------------------------------------------------------
 
-def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None,
-                    schedules: dict | None = None):
-    """Simulate every available algorithm supporting ``coll`` and each of its variants
-    (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
-    (its messages as large as the runtime moves at that size).
-
-    Returns (ranked, unavailable): ranked = [(name, SimResult)] fastest first (ties by name);
-    unavailable = [(name, reason)] for algorithms that cannot build this shape.
-    ``schedules``: a dict that keeps the built schedules (with their verification verdicts) by
-    name, to rank them again on a topology of the same shape (another reading of its NICs)
-    without building them twice.
-    """
-    from ccxml.algorithms import registry
+def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology, root: int | None,
+              others: tuple = ()):
+    """One candidate of :func:`rank_algorithms` (a worker of the process pool): ``(name,
+    SimResult, None, limit, other results)`` — ``limit`` the runtime limit it breaks when it was
+    built and timed without the limits, else None; ``other results`` its times on ``others``
+    (topologies of the same shape) — or ``(name, None, reason, None, ())`` when it cannot build
+    this shape or fails verification."""
     from ccxml.simulator import simulate_schedule
     from ccxml.vocab.errors import SimulationError
-    ranked, skipped = [], []
-    for name in registry.entries(coll):
-        try:
-            cached = None if schedules is None else schedules.get(name)
-            if cached is None:
-                sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
-                                           max_bytes=int(nbytes))
-                why = verification_failure(sched)
-                if schedules is not None:
-                    schedules[name] = (sched, why)
-            else:
-                sched, why = cached
-            if why:
-                skipped.append((name, f"fails verification: {why}"))
-                continue
-            ranked.append((name, simulate_schedule(sched, nbytes, topology)))
-        except (ValueError, SimulationError) as e:
-            skipped.append((name, str(e).splitlines()[0] if str(e) else type(e).__name__))
-    # a schedule timed at 0 s (or not a finite time) moves nothing the model can see: never first
-    ranked.sort(key=lambda x: (not 0 < x[1].time_s < float("inf"), x[1].time_s, x[0]))
-    return ranked, skipped
+    limits: list[str] = []
+    try:
+        sched = algorithm_schedule(name, coll, ranks, root=root, topology=topology,
+                                   max_bytes=int(nbytes), on_limit=limits.append)
+        limit = limits[0] if limits else None
+        why = verification_failure(sched, target=UNBOUNDED.name if limit else "exec")
+        if why:
+            return name, None, f"fails verification: {why}", None, ()
+        return (name, simulate_schedule(sched, nbytes, topology), None, limit,
+                tuple(simulate_schedule(sched, nbytes, t) for t in others))
+    except (ValueError, SimulationError) as e:
+        return name, None, str(e).splitlines()[0] if str(e) else type(e).__name__, None, ()
+
+
+def _by_time(ranked: list) -> list:
+    """Fastest first, ties by name; a schedule timed at 0 s (or not a finite time) moves nothing
+    the model can see: never first."""
+    return sorted(ranked, key=lambda x: (not 0 < x[1].time_s < float("inf"), x[1].time_s, x[0]))
+
+
+def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None,
+                    jobs: int = 1, others: tuple = ()):
+    """Simulate every available algorithm supporting ``coll`` and each of its variants
+    (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
+    (its messages as large as the runtime moves at that size) and verified, ``jobs`` candidates
+    at a time in worker processes (:func:`ccxml.tuning.pool.run_all`: the same result with any
+    ``jobs``).
+
+    Returns (ranked, unavailable, unbounded, other rankings): ranked = [(name, SimResult)]
+    fastest first (ties by name); unavailable = [(name, reason)] for algorithms that cannot
+    build this shape or fail verification; unbounded = {name: limit} for those a runtime limit
+    stops, timed without the limits; other rankings = one ranked list per topology of
+    ``others`` (the same schedules on the same shape, e.g. another reading of its NICs).
+    """
+    from ccxml.algorithms import registry
+    from ccxml.tuning.pool import run_all
+    ranked, skipped, unbounded = [], [], {}
+    alt: list[list] = [[] for _ in others]
+    work = [(name, coll, ranks, nbytes, topology, root, tuple(others)) for name in registry.entries(coll)]
+    for name, result, why, limit, more in run_all(_rank_one, work, jobs):
+        if result is None:
+            skipped.append((name, why))
+            continue
+        ranked.append((name, result))
+        if limit is not None:
+            unbounded[name] = limit
+        for lst, r in zip(alt, more):
+            lst.append((name, r))
+    return _by_time(ranked), skipped, unbounded, [_by_time(lst) for lst in alt]
+
+
+def jobs_option(f):
+    """-j/--jobs: candidates simulated at once, in worker processes."""
+    return click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                        help="Candidates to simulate at once, in worker processes (default: the "
+                             "machine's cores); the output is the same for any value.")(f)
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    from ccxml.tuning.pool import default_jobs
+    return default_jobs() if jobs is None else jobs
 
 
 def _ratio(a: float, b: float) -> float:
@@ -470,20 +530,26 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else 1.0
 
 
-def _proxy_check(coll, ranks, n, topo, root, ranked, built: dict) -> dict | None:
-    """``select`` under the other reading of the NICs' per-message cost (docs/nic-model.md):
+def _other_reading(topo):
+    """(name, topology) of the other reading of the NICs' per-message cost (docs/nic-model.md):
     NCCL's (``proxy = "nic"``: a network step's latency is latency) or a serial proxy's
-    (``proxy = "serial"``). None when the topology has no such choice (no NIC gives a
-    ``proxy_overhead``) or nothing ranked. ``built``: the schedules already built (same shape)."""
+    (``proxy = "serial"``); None when the topology has no such choice."""
     spec = topo.network if topo.is_network else None
-    if spec is None or spec.proxy not in ("nic", "serial") or not ranked:
+    if spec is None or spec.proxy not in ("nic", "serial"):
         return None
     from ccxml.topology import Topology
     other = "serial" if spec.proxy == "nic" else "nic"
-    alt, _ = rank_algorithms(coll, ranks, n, Topology.from_dict({"network": spec.with_proxy(other)}),
-                             root, schedules=built)
-    if not alt:
+    return other, Topology.from_dict({"network": spec.with_proxy(other)})
+
+
+def _proxy_check(topo, ranked, alt) -> dict | None:
+    """``select`` under the other reading of the NICs' per-message cost: ``alt`` is the ranking
+    of the same schedules on :func:`_other_reading`'s topology. None when the topology has no
+    such choice or nothing ranked."""
+    spec = topo.network if topo.is_network else None
+    if spec is None or spec.proxy not in ("nic", "serial") or not ranked or not alt:
         return None
+    other = "serial" if spec.proxy == "nic" else "nic"
     first, t_first = ranked[0][0], ranked[0][1].time_s
     o_first, o_time = alt[0][0], alt[0][1].time_s
     o_times = {name: r.time_s for name, r in alt}
@@ -508,7 +574,9 @@ def _proxy_check(coll, ranks, n, topo, root, ranked, built: dict) -> dict | None
 @topology_options
 @flat_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, beta, gamma, as_json):
+@jobs_option
+def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, beta, gamma, as_json,
+           jobs=None):
     """Rank every algorithm that supports COLL by simulated time, beside HCCL's rule of thumb.
 
     Without a topology option: the flat model (dedicated 100 GB/s links, 1 µs per transfer);
@@ -523,8 +591,9 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     refuse_free_model(topo)
     if ranks < 2:
         raise click.UsageError(f"--ranks must be >= 2, got {ranks}")
-    built: dict = {}
-    ranked, skipped = rank_algorithms(coll, ranks, n, topo, root, schedules=built)
+    other = _other_reading(topo)
+    ranked, skipped, unbounded, alts = rank_algorithms(coll, ranks, n, topo, root, jobs=resolve_jobs(jobs),
+                                                       others=() if other is None else (other[1],))
     bound = busbw_bound(topo, coll, ranks, n, root or 0)
     advice = hccl_rule(coll, ranks, n, topo)
     names = [name for name, _ in ranked]
@@ -540,6 +609,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
             and advice.algorithms[0] not in names and advice.algorithms[0] != alt:
         notes.append(f"the rule's first choice ({advice.algorithms[0]}) cannot run {coll} here; "
                      f"next: {rule_pick}")
+    notes.extend(limit_note(name, why) for name, why in unbounded.items())
     if not ranked:
         notes.append(f"no available algorithm can run {coll} on {ranks} ranks here")
     elif rule_pick is None:
@@ -558,7 +628,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
                      f"{len(names)}, {_ratio(times[rule_pick], times[names[0]]):.2f}x the best time) but "
                      f"the model prefers {names[0]}{why}")
-    proxy = _proxy_check(coll, ranks, n, topo, root, ranked, built)
+    proxy = _proxy_check(topo, ranked, alts[0] if alts else [])
     if proxy is not None and proxy["first"] != proxy["other_first"]:
         notes.append(proxy["note"])
     if as_json:
@@ -568,7 +638,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
             "model": "shared" if topo.is_network else "dedicated",
             "bound": {"time_s": bound.time_s, "busbw_GBps": bound.busbw / 1e9, "cut": bound.cut},
             "ranking": [{"algorithm": a, "time_s": r.time_s, "algbw_GBps": r.algbw / 1e9,
-                         "busbw_GBps": r.busbw / 1e9} for a, r in ranked],
+                         "busbw_GBps": r.busbw / 1e9,
+                         **({"unbounded": unbounded[a]} if a in unbounded else {})} for a, r in ranked],
             "unavailable": [{"algorithm": a, "reason": why} for a, why in skipped],
             "rule": {"level": advice.level, "algorithms": list(advice.algorithms),
                      "reason": advice.reason, "pick": rule_pick, "unless_faster": alt},
@@ -586,6 +657,8 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     best = ranked[0][1].time_s if ranked else 0.0
     for i, (name, r) in enumerate(ranked, 1):
         mark = "<- rule" if name == rule_pick else ""
+        if name in unbounded:
+            mark = (mark + " (no limits)").strip()
         rel = r.time_s / best if best > 0 else 1.0
         out.append(f"  {i:>4}  {name:<{w}} {_fmt_us(r.time_s):>12} {r.algbw / 1e9:>9.2f} "
                    f"{r.busbw / 1e9:>9.2f} {rel:>7.2f}x  {mark}".rstrip())

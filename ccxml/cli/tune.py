@@ -6,6 +6,7 @@ import os
 import click
 
 from ccxml.cli.options import OUTPUT, SIZE
+from ccxml.cli.simulate import jobs_option, resolve_jobs
 from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
 from ccxml.vocab.wire import PROFILES
 
@@ -77,8 +78,9 @@ def _size(text, option):
 @click.option("--channels", type=int, default=1, show_default=True, help="Channels per instance.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("-o", "--output", type=OUTPUT, required=True, help="The directory to write (MSCCL_ALGO_DIR).")
+@jobs_option
 def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max_bytes, factor,
-         algorithms, forms, root, channels, quiet, output):
+         algorithms, forms, root, channels, quiet, output, jobs=None):
     """Write a directory the runtime can use as MSCCL_ALGO_DIR, every file verified.
 
     Per collective and call form, the size range is split into windows, each served by the
@@ -121,9 +123,10 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
         raise click.UsageError(str(e)) from None
     try:
         with directory_lock(output):                 # checks the directory: fails before the work
-            jobs = len(cfg.colls) * len(cfg.forms)
-            with Progress(jobs, f"tuning {ranks} ranks", quiet=quiet) as bar:
-                result = run_tune(cfg, on_step=lambda done, label: bar.update(done - bar.pos, label))
+            steps = len(cfg.colls) * len(cfg.forms)
+            with Progress(steps, f"tuning {ranks} ranks", quiet=quiet) as bar:
+                result = run_tune(cfg, on_step=lambda done, label: bar.update(done - bar.pos, label),
+                                  jobs=resolve_jobs(jobs))
             mpath = write_algo_dir(result, output)
     except TuneError as e:
         raise click.ClickException(str(e)) from None

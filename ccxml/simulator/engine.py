@@ -278,7 +278,7 @@ class _Op:
 
 class _TB:
     __slots__ = ("gpu", "id", "send", "recv", "chan", "ops", "pc", "phase", "t", "published",
-                 "pub_counters", "last", "route")
+                 "pub_counters", "last", "route", "rkey", "skey")
 
     def __init__(self, gpu, tb):
         self.gpu, self.id, self.send, self.recv, self.chan = gpu, tb.id, tb.send, tb.recv, tb.chan
@@ -290,6 +290,10 @@ class _TB:
         self.pub_counters: list[int] = []               # their step counters (non-decreasing)
         self.last: _Op | None = None
         self.route = None                               # shared links: the route to ``send``
+        #: the connection its receives read, and the one its sends feed: (from, to, chan)
+        #: (the class engine names both by a representative's connection)
+        self.rkey = (tb.recv, gpu, tb.chan)
+        self.skey = (gpu, tb.send, tb.chan)
 
 
 def _compile_tb(gpu: int, tb) -> _TB:
@@ -323,7 +327,7 @@ def _compile_tb(gpu: int, tb) -> _TB:
 
 class _Engine:
     def __init__(self, schedule: Schedule, nbytes: float, topology: Topology, *, record: bool = False,
-                 exact_twin: bool = False):
+                 exact_twin: bool = False, only: set[int] | None = None):
         self.schedule = schedule
         self.record = record
         p = schedule.ngpus or len(schedule.gpus)
@@ -349,7 +353,8 @@ class _Engine:
                     if peer >= p or peer == g.id or peer < -1:
                         raise SimulationError(f"gpu {g.id} tb {tb.id}: {what} peer {peer} is not "
                                               f"another rank in 0..{p - 1}")
-                self.tbs[(g.id, tb.id)] = _compile_tb(g.id, tb)
+                if only is None or g.id in only:
+                    self.tbs[(g.id, tb.id)] = _compile_tb(g.id, tb)
         for (gid, tid), tb in self.tbs.items():
             for op in tb.ops:
                 for d, _ in op.deps:
@@ -438,7 +443,7 @@ class _Engine:
                                            for d, v in op.deps)
                 tb.phase = 1
                 if op.receives:
-                    key = (tb.recv, tb.gpu, tb.chan)
+                    key = tb.rkey
                     slot = self.recv_taken.get(key, 0)
                     self.recv_taken[key] = slot + 1
                     op.recv_key, op.recv_slot = key, slot
@@ -533,7 +538,7 @@ class _Engine:
             route = tb.route = self.network.route(tb.gpu, tb.send)
         nb = op.cnt * self.cb
         op.xfer_start = t
-        key = (tb.gpu, tb.send, tb.chan)
+        key = tb.skey
         lst = self.arrivals.setdefault(key, [])
         slot = len(lst)
         lst.append(None)                        # the k-th send feeds the k-th receive
@@ -703,12 +708,27 @@ def _union(intervals: list[tuple[float, float]]) -> float:
 
 
 def simulate_schedule(schedule: Schedule, nbytes: float, topology: Topology, *, record: bool = False,
-                      exact_twin: bool = False) -> SimResult:
+                      exact_twin: bool = False, classes: bool | None = None) -> SimResult:
     """Simulate ``schedule`` moving ``nbytes`` (nccl-tests convention) on ``topology``.
 
     ``record=True`` adds the :class:`Timeline`; ``exact_twin=True`` shares a network's links with
     the simple reference allocation (:func:`ccxml.simulator.flows.maxmin_rates`, every flow at
-    every event) instead of the incremental one — for tests; the results agree."""
+    every event) instead of the incremental one — for tests; the results agree.
+
+    ``classes`` (default: unless ``record`` or ``exact_twin``): on a network, when the schedule
+    has a verified symmetry, run the class engine (:mod:`ccxml.simulator.classes`: one rank per
+    orbit, each transfer a flow class); ``classes=False`` forces the per-step engine, its exact
+    twin. A schedule the class engine finds wrong is run per step, which names the error."""
+    if classes is None:
+        classes = not record and not exact_twin
+    if classes and topology.is_network:
+        from ccxml.simulator.classes import simulate_classes
+        try:
+            got = simulate_classes(schedule, nbytes, topology)
+        except SimulationError:
+            got = None
+        if got is not None:
+            return got
     eng = _Engine(schedule, nbytes, topology, record=record, exact_twin=exact_twin)
     eng.run()
     return eng.result()

@@ -303,4 +303,79 @@ class FlowNetwork:
                 self._since[ln] = t
 
 
-__all__ = ["FlowNetwork", "maxmin_rates"]
+class _ClassFlow(_Flow):
+    __slots__ = ("weights",)
+
+
+class ClassFlowNetwork(FlowNetwork):
+    """Flow *classes* on link *orbits* (:mod:`ccxml.simulator.symmetry`): a flow added here
+    stands for |G| flows in lockstep, and crosses link (orbit representative) ``links[i]`` with
+    weight ``weights[i]`` — how many of its members cross each link of that orbit. The max-min
+    fair rate of the class (that of each member) is what progressive filling gives when a link
+    fills at ``capacity = Σ weight × rate`` of its unfrozen classes: the share of a link is its
+    remaining capacity over the sum of its unfrozen classes' weights, and freezing a class at
+    share r takes ``weight × r`` from each of its other links.
+
+    With every weight 1 this is :class:`FlowNetwork`'s allocation, computed the same way (the
+    component refilled with a heap of shares); its exact twin is the per-step engine itself
+    (tests/simulator/test_classes.py)."""
+
+    def add(self, t: float, links: tuple[int, ...], size: float, token, bottleneck: float | None = None,
+            weights: tuple[float, ...] = ()) -> int:
+        fid = self.seq
+        self.seq += 1
+        f = _ClassFlow(fid, links, size, token, 0.0)
+        f.weights = weights or (1.0,) * len(links)
+        self.pending[fid] = f
+        heapq.heappush(self.starts, (t, fid))
+        return fid
+
+    def _reshare(self, t: float, touched: list[int]) -> None:
+        flows, links = self._component(touched)
+        rates = self._fill_weighted(flows, links)
+        ends = self.ends
+        for f in flows:
+            r = rates[f.id]
+            if f.rate:
+                f.left -= f.rate * (t - f.t)
+                if f.left < 0.0:
+                    f.left = 0.0
+            f.t = t
+            if r != f.rate:
+                f.rate = r
+                f.ver += 1
+                heapq.heappush(ends, (t + f.left / r, f.ver, f.id))
+
+    def _fill_weighted(self, flows: list, links: list[int]) -> dict[int, float]:
+        cap, users, active = self.cap, self.users, self.active
+        left = {ln: cap[ln] for ln in links}
+        n = {ln: 0.0 for ln in links}
+        for f in flows:
+            for ln, w in zip(f.links, f.weights):
+                n[ln] += w
+        heap = [(left[ln] / n[ln], ln) for ln in links]
+        heapq.heapify(heap)
+        rates: dict[int, float] = {}
+        while heap:
+            share, ln = heapq.heappop(heap)
+            k = n[ln]
+            if k <= 0.0:
+                continue
+            cur = (left[ln] if left[ln] > 0.0 else 0.0) / k
+            if cur != share:
+                heapq.heappush(heap, (cur, ln))
+                continue
+            for fid in users[ln]:
+                if fid in rates:
+                    continue
+                rates[fid] = share
+                f = active[fid]
+                for l2, w in zip(f.links, f.weights):
+                    if l2 != ln:
+                        left[l2] -= share if w == 1.0 else w * share
+                        n[l2] -= w
+            n[ln] = 0.0
+        return rates
+
+
+__all__ = ["ClassFlowNetwork", "FlowNetwork", "maxmin_rates"]

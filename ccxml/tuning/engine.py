@@ -206,6 +206,65 @@ def sim_signature(text: str, schedule) -> str:
     return f"{schedule.coll}/{schedule.ngpus}/{schedule.nchunksperloop}/{h}"
 
 
+_MISSING = object()
+#: a prefetched result already in the cache (by signature): not sent back
+_KNOWN = "known"
+
+
+def _probe(name: str, coll: str, cfg: TuneConfig, inplace: bool, n: int):
+    """Can ``name`` build ``coll`` and run at all: ``(name, (proto, nchunksperloop), None)`` or
+    ``(name, None, reason)`` (a worker of :func:`tune`'s pool)."""
+    from ccxml.loader.reader import loads
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError
+    try:
+        text = build_text(name, coll, cfg, inplace)
+        sched = loads(text)
+        simulate_schedule(sched, n, cfg.topology)     # it can run at all
+        return name, (sched.proto, sched.nchunksperloop), None
+    except (ValueError, SimulationError) as e:
+        return name, None, _first_line(e)
+
+
+def _windowed_results(name: str, coll: str, cfg: TuneConfig, inplace: bool, shape: tuple,
+                      sizes: list[int], known: set):
+    """``name`` built for a window ending at each of ``sizes`` (one build per count per call,
+    as :func:`tune`'s ``windowed`` shares them) and simulated there: ``[(n, signature or None,
+    SimResult or None or _KNOWN)]``, _KNOWN when (signature, n) is in ``known`` (a worker of
+    :func:`tune`'s pool)."""
+    from ccxml.loader.reader import loads
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError
+    from ccxml.vocab.wire import max_allowed_count
+    proto, nchunks = shape
+    built: dict[int, object] = {}
+    out = []
+    for n in sizes:
+        key = max_allowed_count(proto, n, nchunks)
+        got = built.get(key)
+        if got is None:
+            try:
+                text = build_text(name, coll, cfg, inplace, 0, n)
+                got = (loads(text), text)
+            except ValueError as e:
+                got = e
+            built[key] = got
+        if isinstance(got, ValueError):
+            out.append((n, None, None))
+            continue
+        sched, text = got
+        sig = sim_signature(text, sched)
+        if (sig, n) in known:
+            out.append((n, sig, _KNOWN))
+            continue
+        try:
+            r = simulate_schedule(sched, n, cfg.topology)
+        except SimulationError:
+            r = None
+        out.append((n, sig, r))
+    return out
+
+
 class _Ranker:
     """Simulated times of the candidates of one (collective, form), cached per size.
 
@@ -217,12 +276,32 @@ class _Ranker:
     """
 
     def __init__(self, build: Callable[[str, int], tuple], names: list[str], topology: Topology,
-                 cache: dict, note: Callable[[str], None] | None = None):
+                 cache: dict, note: Callable[[str], None] | None = None, prefetch=None):
         self._build = build                 # (name, n) -> (Schedule, signature) or ValueError
         self.topology = topology
         self.active = sorted(names)
         self._cache = cache                 # (signature, n) -> SimResult
         self._note = note
+        #: ``prefetch(names, sizes, known)`` -> {name: [(n, signature or None, result), ...]}:
+        #: the same builds and simulations done elsewhere (a process pool); None: here, lazily
+        self._prefetch = prefetch
+        self._sigs: dict[tuple[str, int], str | None] = {}    # (name, n) -> signature (None: no build)
+
+    def prefetch(self, sizes: list[int]) -> None:
+        """Build and simulate, through ``prefetch``, every active candidate at ``sizes`` not
+        known yet; :meth:`result` then finds them (the same figures it would compute)."""
+        if self._prefetch is None:
+            return
+        todo = {name: [n for n in sizes if (name, n) not in self._sigs] for name in self.active}
+        todo = {name: ns for name, ns in todo.items() if ns}
+        if not todo:
+            return
+        known = {key for key, r in self._cache.items() if r is not None}
+        for name, rows in self._prefetch(todo, known).items():
+            for n, sig, r in rows:
+                self._sigs[(name, n)] = sig
+                if sig is not None and not isinstance(r, str):
+                    self._cache.setdefault((sig, n), r)
 
     def time(self, name: str, n: int) -> float:
         """Simulated seconds; inf when it cannot be built or the model times it at 0 s (a
@@ -234,6 +313,11 @@ class _Ranker:
         """The SimResult of ``name`` at n bytes, None when it cannot be built for that size."""
         from ccxml.simulator import simulate_schedule
         from ccxml.vocab.errors import SimulationError
+        sig = self._sigs.get((name, n), _MISSING)
+        if sig is None:                     # prefetched: cannot be built for that size
+            return None
+        if sig is not _MISSING and (sig, n) in self._cache:
+            return self._cache[(sig, n)]
         try:
             sched, sig = self._build(name, n)
         except ValueError:
@@ -252,9 +336,11 @@ class _Ranker:
 
     def ranking(self, n: int) -> list[str]:
         """Active candidates at n bytes, fastest first (ties: by name)."""
+        self.prefetch([n])
         return sorted(self.active, key=lambda a: (self.time(a, n), a))
 
     def best(self, n: int) -> str:
+        self.prefetch([n])
         return min(self.active, key=lambda a: (self.time(a, n), a))
 
 
@@ -300,17 +386,24 @@ def _build_and_verify(name, coll, cfg, inplace, lo, hi, verify):
     return text, rep, None if rep.ok else rep.first_reason
 
 
-def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = None) -> TuneResult:
+def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = None,
+         jobs: int = 1) -> TuneResult:
     """Choose, build and verify the files of an algorithm directory for ``cfg``.
 
     ``on_step(done, label)`` reports progress: before each (collective, form) with the number
-    done so far and its label, and once at the end with ``(total, None)``. Raises :class:`TuneError`
-    when no file at all can be produced.
+    done so far and its label, and once at the end with ``(total, None)``. ``jobs`` > 1 builds,
+    simulates and verifies the candidates of each step in that many worker processes
+    (:class:`ccxml.tuning.pool.Pool`); the result is the same as with ``jobs=1``. Raises
+    :class:`TuneError` when no file at all can be produced.
     """
+    from ccxml.tuning.pool import Pool
+    with Pool(jobs) as pool:
+        return _tune(cfg, on_step, pool)
+
+
+def _tune(cfg: TuneConfig, on_step, pool) -> TuneResult:
     from ccxml.interpreter import verify
     from ccxml.loader.reader import loads
-    from ccxml.simulator import simulate_schedule
-    from ccxml.vocab.errors import SimulationError
     from ccxml.vocab.wire import max_allowed_count
     if cfg.ranks < 2:
         raise TuneError(f"--ranks must be >= 2, got {cfg.ranks}")
@@ -333,15 +426,13 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
             inplace = FORMS[form]
             shapes: dict[str, tuple[str, int]] = {}          # name -> (proto, nchunksperloop)
             builds: dict[tuple[str, int], tuple] = {}       # (name, count per call) -> build
-            for name in names:
-                try:
-                    text = build_text(name, coll, cfg, inplace)
-                    sched = loads(text)
-                    simulate_schedule(sched, sizes[0], cfg.topology)     # it can run at all
-                    shapes[name] = (sched.proto, sched.nchunksperloop)
-                except (ValueError, SimulationError) as e:
+            for name, shape, why in pool.map(_probe, [(name, coll, cfg, inplace, sizes[0])
+                                                       for name in names]):
+                if shape is None:
                     res.skipped.append({"coll": coll, "form": form, "algorithm": name,
-                                        "reason": _first_line(e)})
+                                        "reason": why})
+                else:
+                    shapes[name] = shape
             if not shapes:
                 res.notes.append(f"{coll} {form}: no available algorithm can run it on "
                                  f"{cfg.ranks} ranks here; the runtime falls back to NCCL")
@@ -363,11 +454,24 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
                     raise got
                 return got
 
-            ranker = _Ranker(windowed, list(shapes), cfg.topology, cache, note)
+            def prefetch(todo, known, coll=coll, inplace=inplace, shapes=shapes):
+                rows = pool.map(_windowed_results, [(name, coll, cfg, inplace, shapes[name], ns, known)
+                                                    for name, ns in todo.items()])
+                return dict(zip(todo, rows))
+
+            ranker = _Ranker(windowed, list(shapes), cfg.topology, cache, note,
+                             prefetch if pool.parallel else None)
+            ranker.prefetch(sizes)
             verified: dict[tuple[str, int, int], tuple[str, object]] = {}
             while ranker.active:
                 plan = plan_windows(ranker.best, sizes)
                 wins = windows_from_plan(plan, cfg.min_bytes, cfg.max_bytes)
+                if pool.parallel:           # every window's proof at once (the loop stops at
+                    todo = [w for w in dict.fromkeys(wins) if (w[2], w[0], w[1]) not in verified]
+                    for (lo, hi, name), got in zip(todo, pool.map(
+                            _build_and_verify, [(name, coll, cfg, inplace, lo, hi, verify)
+                                                for lo, hi, name in todo])):
+                        verified[(name, lo, hi)] = got      # the first failure, as without it)
                 failed = None
                 for lo, hi, name in wins:
                     key = (name, lo, hi)

@@ -169,8 +169,20 @@ PROFILES: dict[str, Profile] = {
 LEGACY_COLL_NAMES = {Coll.REDUCESCATTER: "reduce_scatter"}
 
 
+#: no runtime's limits at all (every step type, as many steps, TBs, channels, XML nodes as a
+#: schedule needs): what ``ccxml simulate`` and ``ccxml select`` build a schedule for when a
+#: target's limits stop it, to still time it (the simulator has no limit). Not a runtime: it is
+#: not in :data:`PROFILES`, so no ``--target`` offers it and no file is written for it.
+UNBOUNDED = Profile("unbounded", "no runtime's limits (for timing only)", ALL_STEP_TYPES,
+                    max_steps_per_tb=1 << 62, max_tbs=1 << 62, max_dep_tb=1 << 62, max_chan=1 << 62,
+                    max_cnt=1 << 62, max_nodes=1 << 62, max_tbs_per_chan_dir=1 << 62, max_attrs=1 << 62)
+
+
 def profile(name: str) -> Profile:
-    """The profile called ``name``; ValueError naming the known ones otherwise."""
+    """The profile called ``name`` (a runtime of :data:`PROFILES`, or :data:`UNBOUNDED`);
+    ValueError naming the known ones otherwise."""
+    if name == UNBOUNDED.name:
+        return UNBOUNDED
     try:
         return PROFILES[name]
     except KeyError:

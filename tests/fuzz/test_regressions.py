@@ -214,8 +214,9 @@ def test_select_ranks_only_verified_schedules_with_a_time(monkeypatch):
     import ccxml.cli.simulate as sim
     real = sim.verification_failure
     monkeypatch.setattr(sim, "verification_failure",
-                        lambda s: "wrong-contribution: planted" if s.name.startswith("star") else real(s))
-    ranked, skipped = sim.rank_algorithms("broadcast", 4, 1 << 20, _flat())
+                        lambda s, target="exec": "wrong-contribution: planted" if s.name.startswith("star")
+                        else real(s, target))
+    ranked, skipped, _, _ = sim.rank_algorithms("broadcast", 4, 1 << 20, _flat(), jobs=1)
     assert ranked and all(not name.startswith("star") for name, _ in ranked)
     assert any(name.startswith("star") and "fails verification" in why for name, why in skipped)
     assert all(r.time_s > 0 for _, r in ranked[:1])
