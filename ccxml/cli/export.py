@@ -13,7 +13,7 @@ import os
 
 import click
 
-from ccxml.cli.options import SIZE, opt_option, read_opts
+from ccxml.cli.options import OUTPUT, SIZE, opt_option, read_opts, unverified_option
 from ccxml.cli.simulate import _fail, _sizes, compiled_algorithm, load_target, target_options
 from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.export import BACKENDS
@@ -32,8 +32,11 @@ def _formats_help() -> str:
                    "algorithm is built for a window ending there (required by chakra).")
 @topology_options
 @opt_option
-@click.option("-o", "--output", required=True, help="Output path (chakra: a prefix, PREFIX.<rank>.et).")
-def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, output, opts=()):
+@click.option("-o", "--output", type=OUTPUT, required=True,
+              help="Output path (chakra: a prefix, PREFIX.<rank>.et).")
+@unverified_option
+def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, output, opts=(),
+           unverified=False):
     """Write SOURCE (an MSCCL XML file or an algorithm name) as FORMAT.
 
     chakra writes one Chakra execution trace per rank, OUT.<rank>.et, the input of ASTRA-sim's
@@ -50,7 +53,8 @@ def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes,
         if sizes is None:
             raise click.UsageError(f"{fmt} needs --bytes B, the collective's size (e.g. --bytes 1M)")
         tg = load_target(source, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
-                         preset=preset, nodes=nodes, gpu=gpu, command="export", opts=opts)
+                         preset=preset, nodes=nodes, gpu=gpu, command="export", opts=opts,
+                         unverified=unverified)
         subject, label = tg.schedule, tg.label
         extra = {"source_text": _text_of(source) if tg.is_file else ""}
     else:

@@ -109,6 +109,8 @@ def test_a_schedule_with_a_missing_dependency_is_one_line_exit_2(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text(text)
     code, out, err = ccxml("export", "chakra", bad, "--bytes", "1M", "-o", tmp_path / "t")
+    assert code == 1 and "fails verification" in err and len(err.strip().splitlines()) == 1, err
+    code, out, err = ccxml("export", "chakra", bad, "--bytes", "1M", "-o", tmp_path / "t", "--unverified")
     one_line_exit_2(code, out, err, "does not exist")
 
 
