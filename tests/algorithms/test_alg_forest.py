@@ -87,7 +87,7 @@ def test_runs_under_ccxml_run_check(tmp_path):
     for coll in COLLS:
         path = tmp_path / f"forest_{coll.value}.xml"
         path.write_text(build("forest", coll, 4, topology=topo).to_xml("exec"))
-        res = ccxml_run(4, str(path), "--check", "--bytes", "4K", "-n", "1", "-w", "0")
+        res = ccxml_run(4, str(path), "--check", "--bytes", "4K", "--iters", "1", "-w", "0")
         assert res.code == 0, res.err
 
 
