@@ -181,50 +181,52 @@ def _chunks(forest, chunks: int) -> int:
     return chunks or auto_chunks(forest)
 
 
+def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,
+           headroom: float, tol: float, phases: int):
+    """The forest packed for ``trees`` (allgather or reducescatter), its channels, the chunks per
+    rank block that fit the runtime (``phases`` passes over the trees), and the program over
+    p·C chunks with one-way thread blocks: (program, forest, C, lanes)."""
+    forest = _forest(p, topology, trees, tol, _headroom(topology, headroom))
+    lanes = _lanes(forest, lanes)
+    C = fit_chunks(forest, _chunks(forest, chunks), lanes, phases)
+    prog = program("forest", coll, p, p * C, options)
+    prog.split_directions()
+    prog.forest = forest                # the generate summary reads it
+    return prog, forest, C, lanes
+
+
 @algorithm("forest", Coll.ALLGATHER)
 def allgather(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
               lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
-    forest = _forest(p, topology, "allgather", tol, _headroom(topology, headroom))
-    lanes = _lanes(forest, lanes)
-    C = fit_chunks(forest, _chunks(forest, chunks), lanes, 1)
-    prog = program("forest", Coll.ALLGATHER, p, p * C, options)
-    prog.split_directions()
+    prog, forest, C, lanes = _start(p, Coll.ALLGATHER, "allgather", topology, options, chunks, lanes,
+                                    headroom, tol, phases=1)
     for r in range(p):
         prog.input(r, 0, C).copy(prog.output(r, r * C, C))
     lay_out(prog, forest, C, lanes, gather=True, reduce=False, src=None, acc=None)
-    prog.forest = forest
     return prog
 
 
 @algorithm("forest", Coll.REDUCESCATTER)
 def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
                   lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
-    forest = _forest(p, topology, "reducescatter", tol, _headroom(topology, headroom))
-    lanes = _lanes(forest, lanes)
-    C = fit_chunks(forest, _chunks(forest, chunks), lanes, 1)
-    prog = program("forest", Coll.REDUCESCATTER, p, p * C, options)
-    prog.split_directions()
+    prog, forest, C, lanes = _start(p, Coll.REDUCESCATTER, "reducescatter", topology, options, chunks,
+                                    lanes, headroom, tol, phases=1)
 
     def acc(v, idx):
         r = idx // C
         return prog.output(v, idx - r * C) if v == r else prog.scratch(v, idx)
 
     lay_out(prog, forest, C, lanes, gather=False, reduce=True, src=lambda v, idx: prog.input(v, idx), acc=acc)
-    prog.forest = forest
     return prog
 
 
 @algorithm("forest", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
               lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
-    forest = _forest(p, topology, "allgather", tol, _headroom(topology, headroom))
-    lanes = _lanes(forest, lanes)
-    C = fit_chunks(forest, _chunks(forest, chunks), lanes, 2)
-    prog = program("forest", Coll.ALLREDUCE, p, p * C, options)
-    prog.split_directions()
+    prog, forest, C, lanes = _start(p, Coll.ALLREDUCE, "allgather", topology, options, chunks, lanes,
+                                    headroom, tol, phases=2)
     lay_out(prog, forest, C, lanes, gather=True, reduce=True, src=lambda v, idx: prog.input(v, idx),
             acc=lambda v, idx: prog.output(v, idx))
-    prog.forest = forest
     return prog
 
 

@@ -204,17 +204,9 @@ class FlowNetwork:
                         q.append(l2)
         return flows, links
 
-    def _reshare(self, t: float, touched: list[int]) -> None:
-        if self.exact_twin:
-            flows = [self.active[fid] for fid in sorted(self.active)]
-            links = sorted({ln for f in flows for ln in f.links})
-            rates = maxmin_rates({f.id: f.links for f in flows}, self.cap)
-        else:
-            flows, links, rates = self._alone(touched)
-            if links:
-                more, links = self._component(links)
-                flows.extend(more)
-                rates.update(self._fill(more, links))
+    def _set_rates(self, t: float, flows: list, rates: dict[int, float]) -> None:
+        """At time ``t``, charge each flow of ``flows`` for what it moved at its old rate and give
+        it its new rate from ``rates`` (a changed rate re-queues its end)."""
         ends = self.ends
         for f in flows:
             r = rates[f.id]
@@ -227,6 +219,19 @@ class FlowNetwork:
                 f.rate = r
                 f.ver += 1
                 heapq.heappush(ends, (t + f.left / r, f.ver, f.id))
+
+    def _reshare(self, t: float, touched: list[int]) -> None:
+        if self.exact_twin:
+            flows = [self.active[fid] for fid in sorted(self.active)]
+            links = sorted({ln for f in flows for ln in f.links})
+            rates = maxmin_rates({f.id: f.links for f in flows}, self.cap)
+        else:
+            flows, links, rates = self._alone(touched)
+            if links:
+                more, links = self._component(links)
+                flows.extend(more)
+                rates.update(self._fill(more, links))
+        self._set_rates(t, flows, rates)
         if self.changes is not None:
             self._record(t, sorted({ln for f in flows for ln in f.links}))
 
@@ -333,18 +338,7 @@ class ClassFlowNetwork(FlowNetwork):
     def _reshare(self, t: float, touched: list[int]) -> None:
         flows, links = self._component(touched)
         rates = self._fill_weighted(flows, links)
-        ends = self.ends
-        for f in flows:
-            r = rates[f.id]
-            if f.rate:
-                f.left -= f.rate * (t - f.t)
-                if f.left < 0.0:
-                    f.left = 0.0
-            f.t = t
-            if r != f.rate:
-                f.rate = r
-                f.ver += 1
-                heapq.heappush(ends, (t + f.left / r, f.ver, f.id))
+        self._set_rates(t, flows, rates)
 
     def _fill_weighted(self, flows: list, links: list[int]) -> dict[int, float]:
         cap, users, active = self.cap, self.users, self.active
