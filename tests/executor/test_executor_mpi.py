@@ -28,6 +28,19 @@ def shapes(p: int):
     yield Topology.uniform(1, p)
     if p > 2:
         yield Topology.from_groups([1, p - 1])
+    yield network(p)
+
+
+def network(p: int) -> Topology:
+    """A network for algorithms that take only one (forest): p GPUs on one PCIe switch with a
+    NIC, one node, or two nodes of p/2 when p is even."""
+    from ccxml.topology.network import NetworkSpec
+    nodes = 2 if p % 2 == 0 else 1
+    return Topology(network=NetworkSpec.model_validate({
+        "name": "mpi-sweep", "gpus": p // nodes, "nodes": nodes,
+        "fabric": {"kind": "switch" if nodes > 1 else "none"},
+        "devices": [{"name": "sw", "kind": "pcie-switch"}, {"name": "nic0", "kind": "nic", "bandwidth": 10e9}],
+        "links": [{"a": "gpu{g}", "b": "sw", "bandwidth": 30e9}, {"a": "nic0", "b": "sw", "bandwidth": 30e9}]}))
 
 
 def write_schedule(tmp_path, name: str, coll: Coll, p: int, inplace: bool = False) -> list:
