@@ -123,8 +123,8 @@ def _headroom(topology, headroom: float) -> float:
     """The share of a NIC port's bandwidth kept free for its per-message work. -1 (automatic): the
     share that work takes of a port moving this layout's chunks at 1 GiB (16 chunks per rank
     block), overhead / (overhead + chunk / bandwidth), but at least MIN_HEADROOM and at most 0.5;
-    0 on one node. (Measured on dgx-h100 x 2 / x 4 at 1 GiB: 0.3 gives 449 / 361 GB/s AllGather,
-    0.12 / 0.21 give 366 / 360, 0.05 gives 284 on x 4: a saturated NIC stalls every tree.)"""
+    0 on one node. (A saturated NIC stalls every tree: on dgx-h100 x 4 AllGather at 1 GiB, with
+    NCCL's reading of the NIC, 0 gives 68.2% of the bound, 0.1 62.4%, 0.3 72.0%; docs/forest.md.)"""
     if headroom >= 0:
         if not headroom < 1:
             raise AlgorithmError(f"forest: headroom must be in [0, 1) or -1 (automatic), got {headroom}")
