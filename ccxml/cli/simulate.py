@@ -542,14 +542,13 @@ def _other_reading(topo):
     return other, Topology.from_dict({"network": spec.with_proxy(other)})
 
 
-def _proxy_check(topo, ranked, alt) -> dict | None:
-    """``select`` under the other reading of the NICs' per-message cost: ``alt`` is the ranking
-    of the same schedules on :func:`_other_reading`'s topology. None when the topology has no
-    such choice or nothing ranked."""
-    spec = topo.network if topo.is_network else None
-    if spec is None or spec.proxy not in ("nic", "serial") or not ranked or not alt:
+def _proxy_check(topo, other: str | None, ranked, alt) -> dict | None:
+    """``select`` under the other reading of the NICs' per-message cost: ``other`` is its name
+    and ``alt`` the ranking of the same schedules on :func:`_other_reading`'s topology. None when
+    the topology has no such choice (``other`` is None) or nothing ranked."""
+    if other is None or not ranked or not alt:
         return None
-    other = "serial" if spec.proxy == "nic" else "nic"
+    spec = topo.network
     first, t_first = ranked[0][0], ranked[0][1].time_s
     o_first, o_time = alt[0][0], alt[0][1].time_s
     o_times = {name: r.time_s for name, r in alt}
@@ -628,7 +627,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         notes.append(f"the rule picks {rule_pick} (ranked {names.index(rule_pick) + 1} of "
                      f"{len(names)}, {_ratio(times[rule_pick], times[names[0]]):.2f}x the best time) but "
                      f"the model prefers {names[0]}{why}")
-    proxy = _proxy_check(topo, ranked, alts[0] if alts else [])
+    proxy = _proxy_check(topo, None if other is None else other[0], ranked, alts[0] if alts else [])
     if proxy is not None and proxy["first"] != proxy["other_first"]:
         notes.append(proxy["note"])
     if as_json:
