@@ -74,7 +74,8 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
     words = " ".join(f"{name} {value}" for name, value in (
         ("--preset", preset), ("--topology", topology_file), ("--nodes", nodes), ("--groups", groups),
         ("--servers", servers), ("--ranks-per-server", ranks_per_server)) if value is not None)
-    from ccxml.topology.model import Topology, load_preset, load_topology
+    from ccxml.topology.files import load_topology
+    from ccxml.topology.model import Topology, load_preset
     from ccxml.vocab.errors import TopologyError
     try:
         if preset:

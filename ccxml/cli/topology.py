@@ -38,7 +38,8 @@ def resolve(topology_file=None, preset=None, nodes=None, gpu=None, *, alpha=None
     Without any option: the topology the schedule records, else ``default`` (the simulator's
     flat model when None)."""
     from ccxml.simulator import resolve_topology
-    from ccxml.topology.model import load_preset, load_topology
+    from ccxml.topology.files import load_topology
+    from ccxml.topology.model import load_preset
     from ccxml.vocab.errors import TopologyError
     flat = any(x is not None for x in (alpha, beta, gamma))
     given = [name for name, v in (("--topology", topology_file), ("--preset", preset),

@@ -58,7 +58,7 @@ def resolve_topology(schedule: Schedule | None = None, topology: Topology | str 
     if isinstance(topology, dict):
         return Topology.from_dict(topology)
     if topology is not None:
-        from ccxml.topology.model import load_topology
+        from ccxml.topology.files import load_topology
         return load_topology(topology)
     if flat_given:
         d = DEFAULT_TOPOLOGY.intra
