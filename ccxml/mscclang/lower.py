@@ -22,6 +22,7 @@ compiled XML with ccxml's interpreter.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ccxml.frontend.chunk import Program
 from ccxml.ir.nodes import TB, Algo
@@ -31,6 +32,7 @@ from ccxml.mscclang.record import COPY, Output, Recorded, Session
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import CollectiveError, MSCCLangError
 from ccxml.vocab.wire import CUSTOM_COLL, INPUT, OUTPUT, SCRATCH, Coll, profile
+from ccxml.vocab.wire import Buffer as WireBuffer
 from ccxml.writer.msccl import to_xml
 
 
@@ -158,7 +160,7 @@ def _spread(prog: Recorded, target: str, session: Session):
     return spread
 
 
-def _placer(prog: Recorded):
+def _placer(prog: Recorded) -> Callable[[Any, int], tuple[WireBuffer, int]]:
     """ref, instance -> (wire buffer, index) in the replicated program."""
     k = prog.instances
     interleaved = prog.interleaved_replication
@@ -170,7 +172,7 @@ def _placer(prog: Recorded):
                 offsets[r, key] = at
                 at += buf.instance_size() * k
 
-    def place(ref, i: int):
+    def place(ref: Any, i: int) -> tuple[WireBuffer, int]:
         b = ref.buffer
         if b is Buffer.input or b is Buffer.output:
             wire = INPUT if b is Buffer.input else OUTPUT
@@ -243,10 +245,10 @@ class _Hints:
         for rank, plan in plans.items():
             gpu = algo.gpus[rank]
             for (send, recv, chan), steps in plan:
-                tb = gpu.add_tb(TB(send, recv, chan))
+                placed = gpu.add_tb(TB(send, recv, chan))
                 for st in steps:                    # (in issue order)
                     st.chan = chan
-                    tb.add_step(st)
+                    placed.add_step(st)
             gpu.pending = []
         return None
 

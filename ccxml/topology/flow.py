@@ -54,8 +54,12 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import reduce
+from typing import TYPE_CHECKING
 
 from ccxml.vocab.errors import TopologyError
+
+if TYPE_CHECKING:                       # (the network module loads pydantic)
+    from ccxml.topology.network import Network
 
 #: what the bound counts, printed beside it
 RULE = ("route rule: rank-to-rank hops on the runtime's routes (same node: NVLink/xGMI/PCIe path; "
@@ -81,7 +85,7 @@ class RouteGraph:
     ``rank_vertex[r]``: rank r's vertex; ``edges``: (u, v, capacity B/s, physical link or -1);
     ``names``: a name per vertex; ``exact``: False when the fabric had to be modelled with loops.
     """
-    net: object
+    net: Network
     names: list[str] = field(default_factory=list)
     edges: list[tuple[int, int, float, int]] = field(default_factory=list)
     rank_vertex: list[int] = field(default_factory=list)
@@ -207,7 +211,7 @@ class RouteGraph:
                     succ.setdefault(e, set()).add(f)
         count = 0
         for start, paths in routes.items():
-            stack = [(e,) for e in sorted({p[0] for p in paths.values()})]
+            stack: list[tuple[int, ...]] = [(e,) for e in sorted({p[0] for p in paths.values()})]
             while stack:
                 path = stack.pop()
                 count += 1

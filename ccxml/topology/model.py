@@ -347,7 +347,7 @@ class Topology(BaseModel):
         NAME is a preset.
         """
         if self.network is not None:
-            return {ATTR_GROUPS: encode_groups(self.groups), ATTR_LINKS: f"network:{self.network.name}"}
+            return {ATTR_GROUPS: encode_groups(self.groups or ()), ATTR_LINKS: f"network:{self.network.name}"}
         links = f"{INTRA}:{self.intra.encode()}"
         if self.inter is not None:
             links += f";{INTER}:{self.inter.encode()}"

@@ -295,7 +295,7 @@ class _Reader:
                                     f"--gpu h100|a100|v100 for the NVLink side")
             if self.gpu_class not in GPU_CLASSES:
                 raise TopologyError(f"--gpu {self.gpu_class!r}: use one of {', '.join(GPU_CLASSES)}")
-            sm, mem = self.nvlinks_from_class()
+            sm, mem = self.nvlinks_from_class(self.gpu_class)
         return NetworkSpec.model_validate({
             "name": f"xml:{self.name}",
             "description": f"{self.name}: {len(self.gpus)} GPUs, {len(self.nics)} NIC port(s) (NCCL topology XML)",
@@ -346,8 +346,8 @@ class _Reader:
                 n = count if back is None else min(count, back)
                 self.link(f"gpu{i}", f"gpu{j}", n * nvlink_bw(sm), "nvlink", NVLINK_ROUTE_LATENCY)
 
-    def nvlinks_from_class(self) -> tuple[int, float]:
-        sm, links, mem = GPU_CLASSES[self.gpu_class]
+    def nvlinks_from_class(self, gpu_class: str) -> tuple[int, float]:
+        sm, links, mem = GPU_CLASSES[gpu_class]
         bw = nvlink_bw(sm)
         if links is not None:
             self.device("nvswitch", "nvswitch")
