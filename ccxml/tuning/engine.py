@@ -29,11 +29,14 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ccxml.topology.model import Topology
 from ccxml.vocab.errors import TuneError
 from ccxml.vocab.wire import Coll, Proto
+
+if TYPE_CHECKING:
+    from ccxml.loader.model import Schedule
 
 #: the collectives the runtime selects by message size (msccl-runtime.md §7); tuned by default
 DEFAULT_COLLS = ("allreduce", "allgather", "reducescatter", "alltoall")
@@ -237,8 +240,8 @@ def _windowed_results(name: str, coll: str, cfg: TuneConfig, inplace: bool, shap
     from ccxml.vocab.errors import SimulationError
     from ccxml.vocab.wire import max_allowed_count
     proto, nchunks = shape
-    built: dict[int, object] = {}
-    out = []
+    built: dict[int, tuple[Schedule, str] | ValueError] = {}
+    out: list[tuple[int, str | None, Any]] = []
     for n in sizes:
         key = max_allowed_count(proto, n, nchunks)
         got = built.get(key)
@@ -353,7 +356,7 @@ def _point(ranker: _Ranker, name: str, n: int, text: str, schedule, root: int = 
     r = ranker._cache.get(key)
     if r is None:
         r = ranker._cache[key] = simulate_schedule(schedule, n, ranker.topology)
-    doc = {"bytes": n, "time_us": _sig(r.time_s * 1e6), "busbw_GBps": _sig(r.busbw / 1e9)}
+    doc: dict[str, Any] = {"bytes": n, "time_us": _sig(r.time_s * 1e6), "busbw_GBps": _sig(r.busbw / 1e9)}
     bound = busbw_bound(ranker.topology, schedule.coll, r.nranks, n, root)
     if bound.time_s > 0:
         doc["bound_busbw_GBps"] = _sig(bound.busbw / 1e9)
@@ -462,7 +465,7 @@ def _tune(cfg: TuneConfig, on_step, pool) -> TuneResult:
             ranker = _Ranker(windowed, list(shapes), cfg.topology, cache, note,
                              prefetch if pool.parallel else None)
             ranker.prefetch(sizes)
-            verified: dict[tuple[str, int, int], tuple[str, object]] = {}
+            verified: dict[tuple[str, int, int], tuple[Any, Any, str | None]] = {}   # (text, report, why not)
             while ranker.active:
                 plan = plan_windows(ranker.best, sizes)
                 wins = windows_from_plan(plan, cfg.min_bytes, cfg.max_bytes)
