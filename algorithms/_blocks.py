@@ -22,6 +22,10 @@ from ccxml.tables.blocks import COLLECTIVES, Rules, phases
 from ccxml.vocab.wire import Coll
 
 
+def _from(chan: int) -> Callable[[int, int, int], int]:
+    """Instance c of a phase whose channels start at ``chan``: channel chan + c."""
+    return lambda s, d, c: chan + c
+
 def build(rules: Rules, coll: Coll, p: int, options: Options, root: int = 0) -> Program:
     """``coll`` with ``rules`` on p ranks (the registry has checked p and the root)."""
     k = options.channels
@@ -39,8 +43,8 @@ def build(rules: Rules, coll: Coll, p: int, options: Options, root: int = 0) -> 
     # scratch the phases use (ReduceScatter's partial sums, Scatter's blocks)
     stage = Stage(p * k if coll in (Coll.REDUCESCATTER, Coll.SCATTER) else 0)
     for i, phase in enumerate(phases(rules, coll, p, k, root)):
-        run(prog, phase, instances=k, rounds=True, stage=stage, channel=lambda s, d, c, i=i: i * k + c
-            if coll is Coll.BROADCAST else c)
+        run(prog, phase, instances=k, rounds=True, stage=stage,
+            channel=_from(i * k if coll is Coll.BROADCAST else 0))
     if coll is Coll.SCATTER:
         for r in range(p):
             if r != root:

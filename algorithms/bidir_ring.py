@@ -18,6 +18,8 @@ AR 2(p−1)α + 2(p−1)/p·(n/2)β + (p−1)/p·(n/2)γ — Ring's α term, hal
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
@@ -34,6 +36,11 @@ def _rings(p: int, k: int):
     return (list(range(p)), 0, 0), ([(-i) % p for i in range(p)], k, k)
 
 
+def _from(chan: int) -> Callable[[int, int, int], int]:
+    """Instance c of a ring whose channels start at ``chan``: channel chan + c."""
+    return lambda s, d, c: chan + c
+
+
 def _half(buffer: Buffer, half: int, members: list[int], stride: int) -> Layout:
     """Block j (of member j, i.e. of rank members[j]) of one ring: K chunks at
     members[j]·stride + half (instance c at + c)."""
@@ -47,10 +54,10 @@ def allreduce(p: int, *, options: Options = Options()) -> Program:
     for members, chan, half in _rings(p, k):     # block j of a ring: chunks at (2j + half/K)·K
         own, acc = _half(I, half, members, 2 * k), _half(O, half, members, 2 * k)
         run(prog, Reduce(ring.reduce_scatter(p), own=own, acc=acc), members=members, instances=k,
-            channel=lambda s, d, c, chan=chan: chan + c, order="channels")
+            channel=_from(chan), order="channels")
     for members, chan, half in _rings(p, k):
         run(prog, Copy(ring.all_gather(p), loc=_half(O, half, members, 2 * k)), members=members,
-            instances=k, channel=lambda s, d, c, chan=chan: chan + c, order="channels")
+            instances=k, channel=_from(chan), order="channels")
     return prog
 
 
@@ -63,7 +70,7 @@ def allgather(p: int, *, options: Options = Options()) -> Program:
     for members, chan, half in _rings(p, k):
         run(prog, Copy(ring.all_gather(p), loc=_half(O, half, members, 2 * k),
                        first=Layout(I, 0, 1, offset=half)),
-            members=members, instances=k, channel=lambda s, d, c, chan=chan: chan + c, order="channels")
+            members=members, instances=k, channel=_from(chan), order="channels")
     return prog
 
 
@@ -74,7 +81,7 @@ def reducescatter(p: int, *, options: Options = Options()) -> Program:
     for members, chan, half in _rings(p, k):
         run(prog, Reduce(ring.reduce_scatter(p), own=_half(I, half, members, 2 * k),
                          acc=_half(S, half, members, 2 * k), final=Layout(O, 0, 1, offset=half)),
-            members=members, instances=k, channel=lambda s, d, c, chan=chan: chan + c, order="channels")
+            members=members, instances=k, channel=_from(chan), order="channels")
     return prog
 
 

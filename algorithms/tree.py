@@ -22,6 +22,8 @@ path of D + 2h − 3 messages (log p) where Ring's is 2(p−1).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ccxml.frontend.algorithm import Options, program
 from ccxml.frontend.chunk import Program
 from ccxml.frontend.executor import run
@@ -32,6 +34,17 @@ from ccxml.vocab.errors import AlgorithmError
 from ccxml.vocab.wire import Buffer, Coll
 
 I, O, S = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
+
+
+
+def _from(chan: int) -> Callable[[int, int, int], int]:
+    """Instance c of a tree whose channels start at ``chan``: channel chan + c."""
+    return lambda s, d, c: chan + c
+
+
+def _always(top: int) -> Callable[[int], int]:
+    """Every block's owner is the tree's top."""
+    return lambda j: top
 
 
 @algorithm("tree", Coll.ALLREDUCE)
@@ -78,13 +91,13 @@ def build(name: str, coll: Coll, trees: list[list[int]], depth: int, options: Op
         for t, parent in enumerate(trees):
             acc = by_block(O if coll is Coll.ALLREDUCE else S, k)
             run(prog, Reduce(tree.reduce_up(parent, blocks[t]), own=by_block(I, k), acc=acc,
-                             final=by_block(O, k), owner=lambda j, top=tops[t]: top),
-                members=members, instances=k, channel=lambda s, d, c, t=t: 2 * t * k + c)
+                             final=by_block(O, k), owner=_always(tops[t])),
+                members=members, instances=k, channel=_from(2 * t * k))
     if coll is not Coll.REDUCE:
         for t, parent in enumerate(trees):
             run(prog, Copy(tree.broadcast_down(parent, blocks[t]), loc=by_block(O, k),
                            first=by_block(I, k) if coll is Coll.BROADCAST else None),
-                members=members, instances=k, channel=lambda s, d, c, t=t: (2 * t + 1) * k + c)
+                members=members, instances=k, channel=_from((2 * t + 1) * k))
     return prog
 
 

@@ -74,7 +74,8 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
     words = " ".join(f"{name} {value}" for name, value in (
         ("--preset", preset), ("--topology", topology_file), ("--nodes", nodes), ("--groups", groups),
         ("--servers", servers), ("--ranks-per-server", ranks_per_server)) if value is not None)
-    from ccxml.topology.model import Topology, load_preset, load_topology
+    from ccxml.topology.files import load_topology
+    from ccxml.topology.model import Topology, load_preset
     from ccxml.vocab.errors import TopologyError
     try:
         if preset:
@@ -262,25 +263,33 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         for line in _forest_summary(prog.forest, algo, target, topology, coll):
             click.echo(line, err=to_stdout)
     if do_verify:
-        from ccxml.interpreter import verify as run_verify
-        with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
-            if isinstance(source, bytes):       # the bytes written to the file
-                from ccxml.loader.reader import loads
-                try:
-                    source = loads(source, where)
-                except ValueError as e:         # (its message starts with the path)
-                    click.echo(f"FAIL {e}", err=True)
-                    sys.exit(1)
-            report = run_verify(source, target=target, root=root, counts=matrix)
-            bar.update(1)
-        if timer is not None:
-            timer.lap("verify")
-        if not report.ok:
-            click.echo(f"FAIL {where}: {report.first_reason}", err=True)
-            sys.exit(1)
-        click.echo(f"PASS {where}", err=to_stdout)
+        _verify_written(source, where, target, root, matrix, quiet=quiet, timer=timer, to_stdout=to_stdout)
     if timer is not None:
         click.echo(timer.table(f"{algorithm} {coll}, {ranks} ranks, target {target}"), err=True)
+
+
+def _verify_written(source, where: str, target: str, root, matrix, *, quiet: bool, timer,
+                    to_stdout: bool) -> None:
+    """``generate --verify``: prove ``source`` (the text written, or the bytes written to
+    ``where``) with the interpreter; PASS, or FAIL and exit code 1."""
+    from ccxml.cli.progress import Progress
+    from ccxml.interpreter import verify as run_verify
+    with Progress(1, f"verifying {where}", quiet=quiet, delay=1.0) as bar:
+        if isinstance(source, bytes):       # the bytes written to the file
+            from ccxml.loader.reader import loads
+            try:
+                source = loads(source, where)
+            except ValueError as e:         # (its message starts with the path)
+                click.echo(f"FAIL {e}", err=True)
+                sys.exit(1)
+        report = run_verify(source, target=target, root=root, counts=matrix)
+        bar.update(1)
+    if timer is not None:
+        timer.lap("verify")
+    if not report.ok:
+        click.echo(f"FAIL {where}: {report.first_reason}", err=True)
+        sys.exit(1)
+    click.echo(f"PASS {where}", err=to_stdout)
 
 
 def default_output(algorithm: str, coll: str, ranks: int, **options) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import click
 
 from ccxml.cli.options import OUTPUT, SIZE, Refused, cannot_write, opt_option, read_opts, unverified_option
-from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
+from ccxml.cli.topology import check_fit, exact_bound_lines, ranks_of, resolve, topology_options
 from ccxml.vocab.files import file_text
 from ccxml.vocab.wire import UNBOUNDED, Coll
 
@@ -393,21 +393,6 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
 
 def _fmt_bw(x: float) -> str:
     return "inf" if x == float("inf") else f"{x / 1e9:.2f}"
-
-
-def exact_bound_lines(topo, coll, busbw: float | None = None) -> list[str]:
-    """``# ``-lines of the exact max-flow bound (AllGather, ReduceScatter, AllReduce on a network
-    topology; ccxml.topology.flow), with its cut and the route rule, and the share ``busbw`` reaches."""
-    net = getattr(topo, "network", None)
-    coll = getattr(coll, "value", coll)
-    if net is None or coll not in ("allgather", "reducescatter", "allreduce"):
-        return []
-    from ccxml.topology.flow import bound_lines, exact_bound
-    lines = bound_lines(topo.graph(), coll)
-    if busbw is not None and lines and "unavailable" not in lines[0]:
-        share = busbw / exact_bound(topo.graph(), coll).busbw * 100
-        lines[0] += f"; this schedule reaches {share:.1f}% of it"
-    return [f"# {ln}" for ln in lines]
 
 
 def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> None:

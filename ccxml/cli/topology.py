@@ -38,7 +38,8 @@ def resolve(topology_file=None, preset=None, nodes=None, gpu=None, *, alpha=None
     Without any option: the topology the schedule records, else ``default`` (the simulator's
     flat model when None)."""
     from ccxml.simulator import resolve_topology
-    from ccxml.topology.model import load_preset, load_topology
+    from ccxml.topology.files import load_topology
+    from ccxml.topology.model import load_preset
     from ccxml.vocab.errors import TopologyError
     flat = any(x is not None for x in (alpha, beta, gamma))
     given = [name for name, v in (("--topology", topology_file), ("--preset", preset),
@@ -202,6 +203,21 @@ def describe_lines(topo) -> list[str]:
     return out
 
 
+def exact_bound_lines(topo, coll, busbw: float | None = None) -> list[str]:
+    """``# ``-lines of the exact max-flow bound (AllGather, ReduceScatter, AllReduce on a network
+    topology; ccxml.topology.flow), with its cut and the route rule, and the share ``busbw`` reaches."""
+    net = getattr(topo, "network", None)
+    coll = getattr(coll, "value", coll)
+    if net is None or coll not in ("allgather", "reducescatter", "allreduce"):
+        return []
+    from ccxml.topology.flow import bound_lines, exact_bound
+    lines = bound_lines(topo.graph(), coll)
+    if busbw is not None and lines and "unavailable" not in lines[0]:
+        share = busbw / exact_bound(topo.graph(), coll).busbw * 100
+        lines[0] += f"; this schedule reaches {share:.1f}% of it"
+    return [f"# {ln}" for ln in lines]
+
+
 @topology.command("show")
 @topology_options
 @click.option("--json", "as_json", is_flag=True, help="Print the topology file form (JSON).")
@@ -216,7 +232,6 @@ def show(topology_file, preset, nodes, gpu, as_json):
         return
     lines = describe_lines(topo)
     if topo.network is not None and topo.nranks and topo.nranks > 1:
-        from ccxml.cli.simulate import exact_bound_lines
         for coll in ("allgather", "reducescatter"):
             lines += exact_bound_lines(topo, coll)
         lines.append("# allreduce: ReduceScatter + AllGather at their bounds")

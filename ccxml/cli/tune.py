@@ -91,7 +91,8 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
     """
     from ccxml.cli.progress import Progress
     from ccxml.simulator import DEFAULT_TOPOLOGY
-    from ccxml.tuning.engine import TuneConfig, directory_lock, write_algo_dir
+    from ccxml.tuning.directory import directory_lock, write_algo_dir
+    from ccxml.tuning.engine import TuneConfig
     from ccxml.tuning.engine import tune as run_tune
     from ccxml.vocab.errors import TuneError
     lo, hi = _size(min_bytes, "--min-bytes"), _size(max_bytes, "--max-bytes")

@@ -87,7 +87,7 @@ class Engine:
         self.dtype = dtype
         self.memory = np.empty(plan.nchunks * chunk_elems, dtype=dtype)
         self.flags: dict[int, int] = {}
-        self.pending = None
+        self.pending: tuple[list, list] | None = None     # what a failed run leaves (see _stop)
         self.recv_at = {tb.t: [i for i, ins in enumerate(tb.instrs) if ins.kind in _RECEIVING]
                         for tb in plan.tbs}
 
@@ -200,6 +200,7 @@ class Engine:
         if kind == K_NONE:
             return
         n = ins.cnt * ce
+        out: np.ndarray | None
         if kind == K_SEND:
             a = ins.src * ce
             out = mem[a:a + n].copy()
@@ -244,7 +245,7 @@ class Engine:
                 continue
             tb = st.tb
             ins = tb.instrs[st.pc]
-            reason = None
+            reason: tuple | None = None
             for x, k in ins.deps or ():
                 if x < 0 or self.flags.get(x, -1) < k:
                     reason = ("dep", x, k)

@@ -88,7 +88,7 @@ def rank_plan(prog: Program, rank: int) -> RankPlan:
     nchunks = sum(b.size for b in mine)
     lay = prog.layout.get(rank)
     if lay is None:
-        io = ((0, 0), (0, 0))
+        io: tuple[tuple[int, int], ...] = ((0, 0), (0, 0))
     else:
         io = tuple((prog.buffers[lay[x][0]].loc_base + lay[x][1] - base, lay["_sizes"][x]) for x in "io")
     links = prog.links

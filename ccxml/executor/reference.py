@@ -41,7 +41,7 @@ class Reference:
         elif c is Coll.ALLTOALL:
             self.call = lambda: comm.Alltoall(s, r)
         elif c is Coll.ALLTOALLV:
-            m, p = collective.counts, collective.ngpus
+            m, p = collective.matrix, collective.ngpus
             send, recv = collective.alltoallv_offsets()
             sc = [m[rank][j] * ce for j in range(p)]
             sd = [send[rank][j] * ce for j in range(p)]

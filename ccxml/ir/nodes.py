@@ -12,7 +12,7 @@ XML attribute names and runs no pass (CI's import contracts hold it to that).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
 from ccxml.vocab.errors import IRError
 from ccxml.vocab.wire import (
@@ -43,6 +43,28 @@ class Step:
     __slots__ = ("type", "gpu", "src", "dst", "cnt", "send_peer", "recv_peer", "chan", "tb",
                  "recv_from", "send_to", "_dep_pack", "original_index", "send_index", "recv_index",
                  "dep", "merged_into", "publish", "readers_after", "overwritten_by", "_s")
+    # the fields' types, for the type checker (set by _fill; the .pxd types them when compiled)
+    type: StepType
+    gpu: int
+    src: tuple[Buffer, int] | None
+    dst: tuple[Buffer, int] | None
+    cnt: int
+    send_peer: int
+    recv_peer: int
+    chan: int
+    tb: TB | None
+    recv_from: Step | None
+    send_to: Step | None
+    _dep_pack: Step | tuple[Step, ...] | None
+    original_index: int
+    send_index: int
+    recv_index: int
+    dep: Step | None
+    merged_into: Step | None
+    publish: bool
+    readers_after: Any          # None, one reader, or a list (see _fill)
+    overwritten_by: Any
+    _s: int
 
     def __init__(self, type: StepType, gpu: int, src: tuple[Buffer, int] | None = None,
                  dst: tuple[Buffer, int] | None = None, cnt: int = 1, send_peer: int = -1,
@@ -89,12 +111,12 @@ class Step:
         return step_deps(self)
 
     @dep_list.setter
-    def dep_list(self, deps) -> None:
+    def dep_list(self, deps: Sequence[Step]) -> None:
         self._dep_pack = pack_deps(deps)
 
     @property
     def depid(self) -> int:
-        return self.dep.tb.id if self.dep is not None else -1
+        return self.dep.tb.id if self.dep is not None else -1    # type: ignore[union-attr]  # placed
 
     @property
     def deps(self) -> int:
@@ -147,7 +169,8 @@ def new_step(type: StepType, gpu: int, src: tuple[Buffer, int] | None, dst: tupl
     return st
 
 
-def _fill(st: Step, type: StepType, gpu: int, src, dst, cnt: int, send_peer: int, recv_peer: int,
+def _fill(st: Step, type: StepType, gpu: int, src: tuple[Buffer, int] | None,
+          dst: tuple[Buffer, int] | None, cnt: int, send_peer: int, recv_peer: int,
           chan: int, original_index: int) -> None:
     """Set every field of a new step (:class:`Step`'s constructor and :func:`new_step`)."""
     st.type = type
@@ -198,7 +221,8 @@ def wire_operands(step: Step) -> tuple[tuple[Buffer, int], tuple[Buffer, int]]:
     elif t is RECV:
         peer = step.recv_from
         src = (None if peer is None else peer.src or peer.dst) or dst
-    return src or dst, dst or src
+    # a step other than a nop has at least one local operand
+    return src or dst, dst or src           # type: ignore[return-value]
 
 
 def link_steps(a: Step, b: Step) -> None:
@@ -228,7 +252,7 @@ def step_deps(step: Step) -> tuple[Step, ...]:
         return ()
     if type(d) is tuple:
         return d
-    return (d,)
+    return (d,)                             # type: ignore[return-value]  # d is one Step
 
 
 def dep_count(step: Step) -> int:
@@ -241,7 +265,7 @@ def dep_count(step: Step) -> int:
     return 1
 
 
-def pack_deps(deps) -> Step | tuple[Step, ...] | None:
+def pack_deps(deps: Sequence[Step]) -> Step | tuple[Step, ...] | None:
     """What a step stores for the dependencies ``deps`` (a sequence of steps)."""
     n = len(deps)
     if n == 0:

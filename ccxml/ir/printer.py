@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ccxml.ir.nodes import TB, Algo, Step, step_deps
+from ccxml.vocab.wire import Buffer, Coll
 
 
 def tb_label(tb: TB) -> str:
@@ -66,7 +67,7 @@ class StepNames:
         return f"gpu {step.gpu} {place} {step.type.value}"
 
 
-def _operand(side) -> str:
+def _operand(side: tuple[Buffer, int] | None) -> str:
     return "-" if side is None else f"{side[0].value}[{side[1]}]"
 
 
@@ -98,7 +99,8 @@ def step_line(step: Step, names: StepNames) -> str:
 def format_ir(algo: Algo, title: str = "") -> Iterator[str]:
     """The schedule as lines (without newlines): a header, then every step, GPU by GPU and TB by
     TB in their current order, then the steps a GPU issued that are in no TB yet."""
-    head = (f"# {algo.name}: {algo.coll.value}, {algo.ngpus} gpus, {algo.nchunksperloop} chunks "
+    coll = algo.coll.value if isinstance(algo.coll, Coll) else algo.coll     # or CUSTOM_COLL
+    head = (f"# {algo.name}: {coll}, {algo.ngpus} gpus, {algo.nchunksperloop} chunks "
             f"per loop, proto {algo.proto.value}")
     yield f"{head} ({title})" if title else head
     names = StepNames(algo)

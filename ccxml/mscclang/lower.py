@@ -22,15 +22,17 @@ compiled XML with ccxml's interpreter.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ccxml.frontend.chunk import Program
 from ccxml.ir.nodes import TB, Algo
 from ccxml.mscclang.chunks import Buffer, ThreadblockPolicy
 from ccxml.mscclang.collectives import CCXML_COLLS
-from ccxml.mscclang.program import COPY, MSCCLProgram, Output, Session
+from ccxml.mscclang.record import COPY, Output, Recorded, Session
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import CollectiveError, MSCCLangError
 from ccxml.vocab.wire import CUSTOM_COLL, INPUT, OUTPUT, SCRATCH, Coll, profile
+from ccxml.vocab.wire import Buffer as WireBuffer
 from ccxml.writer.msccl import to_xml
 
 
@@ -44,7 +46,7 @@ class Lowered:
     custom: bool
 
 
-def lower_program(prog: MSCCLProgram, target: str, session: Session) -> Lowered:
+def lower_program(prog: Recorded, target: str, session: Session) -> Lowered:
     coll = CCXML_COLLS.get(prog.collective.name)
     k = prog.instances
     per_instance, sizes = _layout(prog, coll)
@@ -105,7 +107,7 @@ def lower_program(prog: MSCCLProgram, target: str, session: Session) -> Lowered:
     return Lowered(algo, text, output, coll is None)
 
 
-def _layout(prog: MSCCLProgram, coll: Coll | None) -> tuple[int, list[tuple[int, int]]]:
+def _layout(prog: Recorded, coll: Coll | None) -> tuple[int, list[tuple[int, int]]]:
     """(nchunksperloop of one instance, per rank (input, output) chunks); a built-in
     collective's buffers must be the shape ccxml's definition of it has."""
     bufs = prog.buffers
@@ -130,7 +132,7 @@ def _layout(prog: MSCCLProgram, coll: Coll | None) -> tuple[int, list[tuple[int,
     return c, sizes
 
 
-def _spread(prog: MSCCLProgram, target: str, session: Session):
+def _spread(prog: Recorded, target: str, session: Session):
     """Under the auto policy, the channel of a transfer the program leaves to the compiler:
     None (channel 0, as msccl-tools picks) unless some rank would then talk to more peers in one
     direction than a channel connects (32); then the ring distance d of the two ranks (1..n/2)
@@ -158,7 +160,7 @@ def _spread(prog: MSCCLProgram, target: str, session: Session):
     return spread
 
 
-def _placer(prog: MSCCLProgram):
+def _placer(prog: Recorded) -> Callable[[Any, int], tuple[WireBuffer, int]]:
     """ref, instance -> (wire buffer, index) in the replicated program."""
     k = prog.instances
     interleaved = prog.interleaved_replication
@@ -170,7 +172,7 @@ def _placer(prog: MSCCLProgram):
                 offsets[r, key] = at
                 at += buf.instance_size() * k
 
-    def place(ref, i: int):
+    def place(ref: Any, i: int) -> tuple[WireBuffer, int]:
         b = ref.buffer
         if b is Buffer.input or b is Buffer.output:
             wire = INPUT if b is Buffer.input else OUTPUT
@@ -186,7 +188,7 @@ def _placer(prog: MSCCLProgram):
 class _Hints:
     """The manual policy's thread blocks: (rank, tb, instance) -> its steps, in issue order."""
 
-    def __init__(self, prog: MSCCLProgram):
+    def __init__(self, prog: Recorded):
         self.groups: dict[tuple[int, int, int], list] = {}
         # a local operation without ``ch`` runs on its TB's channel: the channel of the TB's
         # transfers, else of its first local operation with one, else 0
@@ -243,15 +245,15 @@ class _Hints:
         for rank, plan in plans.items():
             gpu = algo.gpus[rank]
             for (send, recv, chan), steps in plan:
-                tb = gpu.add_tb(TB(send, recv, chan))
+                placed = gpu.add_tb(TB(send, recv, chan))
                 for st in steps:                    # (in issue order)
                     st.chan = chan
-                    tb.add_step(st)
+                    placed.add_step(st)
             gpu.pending = []
         return None
 
 
-def _note_splits(prog: MSCCLProgram, algo: Algo, target: str, session: Session) -> None:
+def _note_splits(prog: Recorded, algo: Algo, target: str, session: Session) -> None:
     split = sum(1 for g in algo.gpus for tb in g.tbs if tb.segment == 1)
     if split:
         session.note("split", f"{prog.name}: {split} thread block(s) longer than the {target} "
@@ -259,7 +261,7 @@ def _note_splits(prog: MSCCLProgram, algo: Algo, target: str, session: Session) 
                               f"extra channels")
 
 
-def check_program(prog: MSCCLProgram) -> tuple[bool, str]:
+def check_program(prog: Recorded) -> tuple[bool, str]:
     """(passed, why not): the compiled XML proven by ccxml's interpreter; for a custom
     collective (no postcondition there) also the collective's own check of the data."""
     from ccxml.interpreter import verify

@@ -26,12 +26,11 @@ its examples still use.
 """
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 
 from ccxml.mscclang.chunks import Buffer, BufferSlice, ThreadblockPolicy
+from ccxml.mscclang.record import COPY, REDUCE, Output, Session
 from ccxml.vocab.errors import MSCCLangError
 
 #: the program of the innermost ``with MSCCLProgram(...)`` block (per thread / context)
@@ -39,45 +38,7 @@ _CURRENT: ContextVar["MSCCLProgram | None"] = ContextVar("ccxml_mscclang_program
 #: the run's settings (``ccxml mscclang``); None: each program keeps its own defaults
 _SESSION: ContextVar["Session | None"] = ContextVar("ccxml_mscclang_session", default=None)
 
-#: operation kinds of the recorded program
-COPY, REDUCE = "copy", "reduce"
-
 PROTOCOLS = ("Simple", "LL", "LL128")
-
-
-@dataclass
-class Output:
-    """One ``XML()`` call's result."""
-
-    name: str
-    ngpus: int
-    coll: str
-    text: str
-    tbs: int
-    steps: int
-    nchannels: int
-
-
-@dataclass
-class Session:
-    """What ``XML()`` and ``Check()`` are asked for during one run, and what they produced.
-
-    ``target``/``min_bytes``/``max_bytes`` are the ``ccxml generate`` options; ``outputs`` the
-    XML texts in call order; ``failures`` (program, reason) for each failed ``Check()``; a note
-    (an override of a program's hint) is printed to stderr once per run."""
-
-    target: str = "exec"
-    min_bytes: int = 0
-    max_bytes: int = 0
-    print_xml: bool = False
-    outputs: list[Output] = field(default_factory=list)
-    failures: list[tuple[str, str]] = field(default_factory=list)
-    notes: dict[str, str] = field(default_factory=dict)
-
-    def note(self, key: str, message: str) -> None:
-        if key not in self.notes:
-            self.notes[key] = message
-            print(f"ccxml: {message}", file=sys.stderr)
 
 
 @contextmanager

@@ -19,22 +19,19 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ccxml.loader.model import Schedule
-from ccxml.simulator.engine import (
-    BUSBW_FACTORS,
+from ccxml.simulator.results import (
     LinkStats,
     NetLinkStats,
     PathStep,
     RankStats,
     SimResult,
-    SimulationError,
     StepSpan,
     Timeline,
-    busbw_factor,
-    chunk_bytes,
-    simulate_schedule,
 )
+from ccxml.simulator.run import simulate_schedule
 from ccxml.topology.model import Topology, TopologyError
-from ccxml.vocab.sizes import format_size, parse_size, size_range
+from ccxml.vocab.errors import SimulationError
+from ccxml.vocab.sizes import BUSBW_FACTORS, busbw_factor, chunk_bytes, format_size, parse_size, size_range
 
 #: used when neither a topology nor α/β/γ is given and the file records none:
 #: 1 µs per transfer, 100 GB/s links, reductions at 1 TB/s
@@ -58,7 +55,7 @@ def resolve_topology(schedule: Schedule | None = None, topology: Topology | str 
     if isinstance(topology, dict):
         return Topology.from_dict(topology)
     if topology is not None:
-        from ccxml.topology.model import load_topology
+        from ccxml.topology.files import load_topology
         return load_topology(topology)
     if flat_given:
         d = DEFAULT_TOPOLOGY.intra

@@ -4,7 +4,7 @@ class of multiplicity |G| (:class:`ccxml.simulator.flows.ClassFlowNetwork`).
 
 Its cost grows with the steps of the representatives (|G| times fewer than the schedule's) and
 the distinct flows in flight, not with the schedule's steps. It answers the same
-:class:`~ccxml.simulator.engine.SimResult` as the per-step engine — its exact twin, which stays
+:class:`~ccxml.simulator.results.SimResult` as the per-step engine — its exact twin, which stays
 the reference (``simulate_schedule(..., classes=False)``; tests/simulator/test_classes.py) —
 with the per-rank and per-link figures of every rank and link expanded from the
 representatives' (a rank's figures are those of its representative; a link's, of its orbit's).
@@ -19,17 +19,9 @@ images.
 """
 from __future__ import annotations
 
-from ccxml.simulator.engine import (
-    _DATA,
-    LinkStats,
-    NetLinkStats,
-    PathStep,
-    RankStats,
-    SimResult,
-    _Engine,
-    _union,
-)
+from ccxml.simulator.engine import _DATA, _Engine
 from ccxml.simulator.flows import ClassFlowNetwork
+from ccxml.simulator.results import LinkStats, NetLinkStats, PathStep, RankStats, SimResult, _union
 from ccxml.simulator.symmetry import Symmetry, find_symmetry
 
 

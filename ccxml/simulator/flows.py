@@ -184,7 +184,7 @@ class FlowNetwork:
         seen_l = set()
         seen_f = set()
         flows, links = [], []
-        q = deque()
+        q: deque[int] = deque()
         for ln in seeds:
             if ln not in seen_l and users[ln]:
                 seen_l.add(ln)
@@ -237,6 +237,8 @@ class FlowNetwork:
 
     def _record(self, t: float, links) -> None:
         users, active, cap, ch = self.users, self.active, self.cap, self.changes
+        if ch is None:                  # (called only when recording)
+            return
         for ln in links:
             u = sum(active[fid].rate for fid in users[ln]) / cap[ln]
             pts = ch.setdefault(ln, [])
@@ -310,6 +312,7 @@ class FlowNetwork:
 
 class _ClassFlow(_Flow):
     __slots__ = ("weights",)
+    weights: tuple[float, ...]
 
 
 class ClassFlowNetwork(FlowNetwork):
@@ -364,7 +367,7 @@ class ClassFlowNetwork(FlowNetwork):
                     continue
                 rates[fid] = share
                 f = active[fid]
-                for l2, w in zip(f.links, f.weights):
+                for l2, w in zip(f.links, f.weights):     # type: ignore[attr-defined]  # a class flow
                     if l2 != ln:
                         left[l2] -= share if w == 1.0 else w * share
                         n[l2] -= w

@@ -34,6 +34,7 @@ per-step engine runs as before.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ccxml.loader.model import Schedule
 
@@ -268,6 +269,7 @@ def find_symmetry(schedule: Schedule, topology, p: int) -> Symmetry | None:
         if not n_ok:
             flags.append(False)
             continue
+        sigma: Callable[[int], int]
         if which == "node":
             def sigma(r, M=M, N=N):
                 return ((r // M + 1) % N) * M + r % M

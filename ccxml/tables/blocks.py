@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ccxml.tables import Table
-from ccxml.tables.plan import Copy, Phase, Reduce, by_block, by_instance, fixed
+from ccxml.tables.plan import Copy, Phase, Piece, Reduce, by_block, by_instance, fixed
 from ccxml.vocab.wire import Buffer, Coll
 
 I, O, S = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
@@ -62,7 +62,7 @@ def phases(rules: Rules, coll: Coll | str, p: int, k: int = 1, root: int = 0) ->
         return [Copy(rules.scatter(p, root), loc=out, first=by_instance(I, p, phys)),
                 Copy(rules.all_gather(p), loc=out)]
     if coll is Coll.SCATTER:
-        def held(r: int, j: int, c: int):
+        def held(r: int, j: int, c: int) -> Piece:
             """The root reads its input; the others keep every block they receive in scratch,
             in block order, so that blocks that touch there travel together."""
             return (I, j * k + c, 1) if r == root else (S, c * p + j, 1)

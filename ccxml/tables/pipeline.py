@@ -14,7 +14,9 @@ def gather(s_: int, m_: int, direction: int) -> Table:
     """All-gather of the member blocks, S slots: in slot t member (s, i) sends block
     (s − direction·t, i) to (s + direction, i) (t < S−1) and the same block to every local peer
     (s, j): the intra moves of slot t forward what the inter move of slot t−1 delivered."""
-    rank = lambda s, i: (s % s_) * m_ + i   # noqa: E731
+    def rank(s: int, i: int) -> int:
+        return (s % s_) * m_ + i
+
     out = []
     for t in range(s_):
         held = {(s, i): rank(s - direction * t, i) for s in range(s_) for i in range(m_)}
@@ -32,7 +34,9 @@ def reduce(s_: int, m_: int) -> Table:
     """Reduce-scatter of the member blocks, S slots: X_t = block (s+1+t, i). In slot t every local
     peer reduces its contribution to X_t into (s, i)'s copy, then (from slot 1) (s+1, i)'s sum of
     the same block arrives over the ring; after slot S−1, X_{S−1} = (s, i) is complete."""
-    rank = lambda s, i: (s % s_) * m_ + i   # noqa: E731
+    def rank(s: int, i: int) -> int:
+        return (s % s_) * m_ + i
+
     out = []
     for t in range(s_):
         x = {(s, i): rank(s + 1 + t, i) for s in range(s_) for i in range(m_)}
@@ -53,7 +57,9 @@ def alltoall(s_: int, m_: int) -> Table:
     server s+1+t to (s+1+t, i); then every (s, j) hands (s, i) the block for it that came in
     during slot t−1 from server s−t (slot 0: its own data), itself included."""
     p = s_ * m_
-    rank = lambda s, i: (s % s_) * m_ + i   # noqa: E731
+    def rank(s: int, i: int) -> int:
+        return (s % s_) * m_ + i
+
     out = []
     for t in range(s_):
         moves = []

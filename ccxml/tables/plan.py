@@ -28,7 +28,7 @@ keep the exchange as fast as two independent transfers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ccxml.tables import Table
 from ccxml.vocab.wire import Buffer
@@ -96,7 +96,27 @@ class Steps:
     one slot per member and block, made once: growing tables while the Chunk API makes steps
     would scatter the steps in memory, and the passes read them in order."""
 
-    def __init__(self, phase: Phase, c: int, members, n: int | None, merge: bool, even: bool):
+    # the fields' types, for the type checker (the .pxd types them when compiled); a reduce
+    # phase sets own/acc/final/last/held, a copy phase loc/first (and have when first is set)
+    table: Table
+    c: int
+    si: int
+    merge: bool
+    members: list[int] | None
+    two_way: list[bool] | None
+    reduces: bool
+    staged: bool
+    held: list[list[Where | None]] | None
+    have: list[bytearray] | None
+    last: list[int] | None
+    own: Where | None
+    acc: Where | None
+    final: Where | None
+    loc: Where | None
+    first: Where | None
+
+    def __init__(self, phase: Phase, c: int, members: Sequence[int] | None, n: int | None, merge: bool,
+                 even: bool):
         table = phase.table
         top, blocks = _extent(table)
         n = top if n is None else max(n, top)
@@ -107,7 +127,7 @@ class Steps:
         self.held = self.have = self.last = None
         self.staged = False
         self.own = self.acc = self.final = self.loc = self.first = None
-        if self.reduces:
+        if isinstance(phase, Reduce):
             self.own, self.acc = phase.own, phase.acc
             self.final = phase.final or phase.acc
             self.last = completions(phase, blocks)
@@ -139,7 +159,7 @@ class Steps:
             _equal_cuts(found)
         return found
 
-    def move(self, si: int, ti: int, a: int, b: int, blocks) -> tuple[int, int, list[Message]]:
+    def move(self, si: int, ti: int, a: int, b: int, blocks: list[int]) -> tuple[int, int, list[Message]]:
         """``(sender rank, receiver rank, messages)`` of move ``ti`` of step ``si``, (a, b,
         blocks); the moves must be asked for in table order. (:meth:`step` without the even cut:
         the executor issues a move's messages before it asks for the next move.)"""
@@ -148,13 +168,13 @@ class Steps:
             ra, rb = a, b
         else:
             ra, rb = self.members[a], self.members[b]
-        locs = []
-        if self.reduces:
-            ha, hb, move = self.held[a], self.held[b], (si << 32) + ti
+        locs: list[Any] = []
+        if self.reduces:                    # (held, last, own, acc and final are set)
+            ha, hb, move = self.held[a], self.held[b], (si << 32) + ti     # type: ignore[index]
             own, acc, final, last = self.own, self.acc, self.final, self.last
             staged = self.staged
             for j in blocks:
-                into = final if last[j] == move else acc
+                into = final if last[j] == move else acc                      # type: ignore[index]
                 src, opnd = ha[j], hb[j]
                 locs.append((_at(own if src is None else src, ra, j, c),
                              _at(own if opnd is None else opnd, rb, j, c), _at(into, rb, j, c)))
@@ -208,7 +228,7 @@ def _extent(table: Table) -> tuple[int, int]:
     return top, nb
 
 
-def _at(where, r: int, j: int, c: int):
+def _at(where: Any, r: int, j: int, c: int) -> Piece | list[Piece]:
     """``where(r, j, c)``; a :class:`Layout` or :class:`Listed` without the call (speed)."""
     if type(where) is Layout:
         lay = where
@@ -216,10 +236,10 @@ def _at(where, r: int, j: int, c: int):
     if type(where) is Listed:
         listed = where
         return listed.places[c][j]
-    return where(r, j, c)
+    return where(r, j, c)             # type: ignore[no-any-return]
 
 
-def landings(step: list) -> dict[tuple[int, int], list[int]]:
+def landings(step: list[tuple[int, int, list[int]]]) -> dict[tuple[int, int], list[int]]:
     """(receiver, block) -> the members that send it that block in ``step``, in move order."""
     out: dict[tuple[int, int], list[int]] = {}
     for a, b, blocks in step:
@@ -239,17 +259,17 @@ def tail(phase: Reduce) -> list[tuple[int, int]]:
 
 # ---- the merge rule --------------------------------------------------------------------------
 
-def _touch(a, b) -> bool:
+def _touch(a: Piece | None, b: Piece) -> bool:
     """Whether location ``b`` starts where ``a`` ends (None: no operand on either side)."""
     return a is None or (a[0] is b[0] and a[1] + a[2] == b[1])
 
 
-def runs(locs: list[tuple]) -> list[Message]:
+def runs(locs: list[Any]) -> list[Message]:
     """``locs`` (one (source, operand, destination) per block, single pieces) as messages:
     sorted by location, consecutive blocks whose every range touches the last one's go as one."""
     if len(locs) == 1:
         return locs
-    found: list[list] = []
+    found: list[list[Any]] = []
     for s, o, d in sorted(locs, key=_order):
         if found:
             ps, po, pd = found[-1]
@@ -262,12 +282,12 @@ def runs(locs: list[tuple]) -> list[Message]:
     return [tuple(m) for m in found]
 
 
-def _order(loc: tuple):
+def _order(loc: Message) -> tuple[Any, ...]:
     s, o, d = loc
     return (s[0], s[1], d[0], d[1]) if o is None else (s[0], s[1], o[0], o[1], d[0], d[1])
 
 
-def aligned(locs: tuple) -> list[Message]:
+def aligned(locs: tuple[Any, ...]) -> list[Message]:
     """One block's (source, operand, destination), each a piece or a list of pieces, cut at
     every boundary of any of them: messages whose three ranges have equal sizes."""
     parts = [None if x is None else ([x] if type(x) is tuple else x) for x in locs]
@@ -275,7 +295,7 @@ def aligned(locs: tuple) -> list[Message]:
     if len(sizes) != 1:
         raise ValueError(f"internal: a move's ranges differ in size {sorted(sizes)}")
     if all(x is None or len(x) == 1 for x in parts):
-        return [tuple(None if x is None else x[0] for x in parts)]
+        return [tuple(None if x is None else x[0] for x in parts)]   # type: ignore[list-item]  # 3 ranges
     bounds = sorted({at for x in parts if x is not None for at in _ends(x)})
     cut = [None if x is None else _cut(x, bounds) for x in parts]
     return list(zip(*(c if c is not None else [None] * (len(bounds) - 1) for c in cut)))
@@ -307,7 +327,7 @@ def _two_way(table: Table) -> list[bool]:
     return out
 
 
-def _equal_cuts(found: list) -> None:
+def _equal_cuts(found: list[tuple[int, int, list[Message]]]) -> None:
     """Where two members send to each other, cut both directions at the same running sizes."""
     index = {(s, d): i for i, (s, d, _) in enumerate(found)}
     for i, (s, d, mine) in enumerate(found):
@@ -328,7 +348,7 @@ def _split(messages: list[Message], bounds: set[int]) -> list[Message]:
         for lo, hi in zip([0, *cuts], [*cuts, n]):
             out.append(tuple(None if p is None else (p[0], p[1] + lo, hi - lo) for p in m))
         at += n
-    return out
+    return out                  # type: ignore[return-value]  # 3 ranges
 
 
 # ---- layouts ----------------------------------------------------------------------------------

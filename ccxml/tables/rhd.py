@@ -11,7 +11,7 @@ True``: slice u = blocks {2u, 2u+1} for u < rr, {u + rr} otherwise: ReduceScatte
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 from ccxml.tables import Table
 
@@ -36,7 +36,7 @@ class Fold:
             return r - self.rr
         return r // 2 if r % 2 == self.odd else None
 
-    def pairs(self):
+    def pairs(self) -> Iterator[tuple[int, int]]:
         """(member in the block, member folded into it) for every pair."""
         for i in range(self.rr):
             yield 2 * i + self.odd, 2 * i + 1 - self.odd
@@ -47,6 +47,14 @@ class Fold:
 
     def units(self, per_rank: bool) -> Callable[[int, int], list[int]]:
         return self.blocks if per_rank else (lambda lo, hi: list(range(lo, hi)))
+
+
+def _root_block(f: Fold, root: int) -> int:
+    """The block rank of ``root`` under :func:`for_root`'s fold (which keeps the root)."""
+    b = f.block(root)
+    if b is None:
+        raise ValueError(f"internal: root {root} is folded out")
+    return b
 
 
 def for_root(n: int, root: int) -> Fold:
@@ -125,7 +133,7 @@ def bcast(n: int, root: int) -> Table:
     i, mask = 2^(m−1−i), every block rank holding the data sends it to b ⊕ mask), then each
     pair's block member sends it to its partner."""
     f = for_root(n, root)
-    rootb, out = f.block(root), []
+    rootb, out = _root_block(f, root), []
     for i in range(f.m):
         mask = 1 << (f.m - 1 - i)
         out.append([(f.real(b), f.real(b ^ mask), [0]) for b in range(f.B) if (b ^ rootb) & ((mask << 1) - 1) == 0])
@@ -137,7 +145,7 @@ def gather(n: int, root: int) -> Table:
     doubling: step s, mask = 2^s, block ranks b ≡ root_b (mod 2^s) whose bit s differs from
     root_b's send their slices [b & ~(mask−1), +mask) to b ⊕ mask."""
     f = for_root(n, root)
-    rootb, out = f.block(root), []
+    rootb, out = _root_block(f, root), []
     for s in range(f.m):
         mask = 1 << s
         out.append([(f.real(b), f.real(b ^ mask), list(range(b & ~(mask - 1), (b & ~(mask - 1)) + mask)))

@@ -7,6 +7,8 @@ sends it) and leaves a member for its children in step j + depth(member) (the to
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ccxml.tables import Table
 
 
@@ -89,7 +91,7 @@ def broadcast_down(parent: list[int], blocks: list[int]) -> Table:
     return _pipelined(parent, blocks, lambda r: d[parent[r]], up=False)
 
 
-def _pipelined(parent: list[int], blocks: list[int], lag, up: bool) -> Table:
+def _pipelined(parent: list[int], blocks: list[int], lag: Callable[[int], int], up: bool) -> Table:
     """Block number i crosses the edge of member r and its parent in step i + lag(r), upward or
     downward; edges in the order (parent, member)."""
     n = len(parent)

@@ -1,9 +1,11 @@
 """Cluster topology (bottom layer): how ranks are grouped into servers, what each link costs.
 
-The model is :mod:`.model`; this package re-exports its public names.
+The model is :mod:`.model` (files of it and NCCL's XML: :mod:`.files`); this package re-exports
+their public names.
 """
 from __future__ import annotations
 
+from ccxml.topology.files import load_topology
 from ccxml.topology.model import (
                                   ATTR_GROUPS,
                                   ATTR_LINKS,
@@ -14,7 +16,6 @@ from ccxml.topology.model import (
                                   Topology,
                                   encode_groups,
                                   load_preset,
-                                  load_topology,
                                   parse_groups,
                                   preset_names,
 )

@@ -54,8 +54,12 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import reduce
+from typing import TYPE_CHECKING
 
 from ccxml.vocab.errors import TopologyError
+
+if TYPE_CHECKING:                       # (the network module loads pydantic)
+    from ccxml.topology.network import Network
 
 #: what the bound counts, printed beside it
 RULE = ("route rule: rank-to-rank hops on the runtime's routes (same node: NVLink/xGMI/PCIe path; "
@@ -81,7 +85,7 @@ class RouteGraph:
     ``rank_vertex[r]``: rank r's vertex; ``edges``: (u, v, capacity B/s, physical link or -1);
     ``names``: a name per vertex; ``exact``: False when the fabric had to be modelled with loops.
     """
-    net: object
+    net: Network
     names: list[str] = field(default_factory=list)
     edges: list[tuple[int, int, float, int]] = field(default_factory=list)
     rank_vertex: list[int] = field(default_factory=list)
@@ -103,9 +107,9 @@ class RouteGraph:
         G, E, N = net.gpus, net._E, net.nodes
         # the template server's routes: GPU -> GPU, GPU -> its rail NIC, its rail NIC -> GPU
         rail_nic = [net.nics[net.rail_of[g]] for g in range(G)] if net.nics and N > 1 else []
-        self.g2g = {(a, b): net._tpath(a, b) for a in range(G) for b in range(G) if a != b}
-        self.g2n = {a: net._tpath(a, rail_nic[a]) for a in range(G)} if rail_nic else {}
-        self.n2g = {b: net._tpath(rail_nic[b], b) for b in range(G)} if rail_nic else {}
+        self.g2g = {(a, b): net._tlinks(a, b) for a in range(G) for b in range(G) if a != b}
+        self.g2n = {a: net._tlinks(a, rail_nic[a]) for a in range(G)} if rail_nic else {}
+        self.n2g = {b: net._tlinks(rail_nic[b], b) for b in range(G)} if rail_nic else {}
         used = sorted({e for p in (*self.g2g.values(), *self.g2n.values(), *self.n2g.values()) for e in p})
         self.rank_vertex = [0] * (G * N)
         lin: dict[tuple[int, int], int] = {}
@@ -201,13 +205,13 @@ class RouteGraph:
         succ: dict[int, set[int]] = {}
         ends: dict[int, set[tuple]] = {}
         for paths in routes.values():
-            for end, p in paths.items():
-                ends.setdefault(p[-1], set()).add(end)
-                for e, f in zip(p, p[1:]):
+            for end, path in paths.items():
+                ends.setdefault(path[-1], set()).add(end)
+                for e, f in zip(path, path[1:]):
                     succ.setdefault(e, set()).add(f)
         count = 0
         for start, paths in routes.items():
-            stack = [(e,) for e in sorted({p[0] for p in paths.values()})]
+            stack: list[tuple[int, ...]] = [(e,) for e in sorted({p[0] for p in paths.values()})]
             while stack:
                 path = stack.pop()
                 count += 1

@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ccxml.topology.model import Topology
 from ccxml.topology.network import NetworkSpec
 from ccxml.vocab import limits
 from ccxml.vocab.errors import TopologyError
@@ -76,7 +77,7 @@ NIC_LATENCY, NIC_OVERHEAD, NIC_PROXY_OVERHEAD = 7e-6, 4.65e-9, 11.3e-6
 @dataclass
 class NcclTopology:
     """What :func:`load_nccl_topology` read: the topology and one line per defect or assumption."""
-    topology: object
+    topology: Topology
     notes: list[str] = field(default_factory=list)
 
 
@@ -294,7 +295,7 @@ class _Reader:
                                     f"--gpu h100|a100|v100 for the NVLink side")
             if self.gpu_class not in GPU_CLASSES:
                 raise TopologyError(f"--gpu {self.gpu_class!r}: use one of {', '.join(GPU_CLASSES)}")
-            sm, mem = self.nvlinks_from_class()
+            sm, mem = self.nvlinks_from_class(self.gpu_class)
         return NetworkSpec.model_validate({
             "name": f"xml:{self.name}",
             "description": f"{self.name}: {len(self.gpus)} GPUs, {len(self.nics)} NIC port(s) (NCCL topology XML)",
@@ -345,8 +346,8 @@ class _Reader:
                 n = count if back is None else min(count, back)
                 self.link(f"gpu{i}", f"gpu{j}", n * nvlink_bw(sm), "nvlink", NVLINK_ROUTE_LATENCY)
 
-    def nvlinks_from_class(self) -> tuple[int, float]:
-        sm, links, mem = GPU_CLASSES[self.gpu_class]
+    def nvlinks_from_class(self, gpu_class: str) -> tuple[int, float]:
+        sm, links, mem = GPU_CLASSES[gpu_class]
         bw = nvlink_bw(sm)
         if links is not None:
             self.device("nvswitch", "nvswitch")
@@ -364,7 +365,6 @@ class _Reader:
 def load_nccl_topology(path: str | os.PathLike, *, gpu: str | None = None, nodes: int = 1) -> NcclTopology:
     """Read an NCCL topology XML file as a :class:`~ccxml.topology.model.Topology` of ``nodes``
     copies of the server it describes (see the module docstring)."""
-    from ccxml.topology.model import Topology
     path = os.fspath(path)
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise TopologyError(f"--nodes must be an integer >= 1, got {nodes!r}")

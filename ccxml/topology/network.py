@@ -354,15 +354,15 @@ class Network:
         self.server_vertices = V
         t_src, t_dst, t_cap, t_lat, t_kind = [], [], [], [], []
         adj: list[list[tuple[int, int]]] = [[] for _ in range(V)]
-        for i, (a, b, ls) in enumerate(tlinks):
-            for s, d in ((a, b), (b, a)):
-                t_src.append(s)
-                t_dst.append(d)
+        for i, (u, w, ls) in enumerate(tlinks):
+            for x, y in ((u, w), (w, u)):
+                t_src.append(x)
+                t_dst.append(y)
                 t_cap.append(ls.bandwidth)
                 t_lat.append(ls.latency)
                 t_kind.append(ls.kind)
-            adj[a].append((b, 2 * i))
-            adj[b].append((a, 2 * i + 1))
+            adj[u].append((w, 2 * i))
+            adj[w].append((u, 2 * i + 1))
         for nbrs in adj:
             nbrs.sort()
         self._adj = adj
@@ -423,9 +423,10 @@ class Network:
             for k, v in enumerate(self.nics):
                 port = nic_port[v]
                 lat, ovh = port.port()
-                self._nic_up[(n, k)] = self._add_link(n * V + v, leaves[k], port.bandwidth, lat,
+                bw = port.bandwidth                         # (a nic has one: checked)
+                self._nic_up[(n, k)] = self._add_link(n * V + v, leaves[k], bw, lat,  # type: ignore[arg-type]
                                                       "net", ovh)
-                self._nic_down[(n, k)] = self._add_link(leaves[k], n * V + v, port.bandwidth,
+                self._nic_down[(n, k)] = self._add_link(leaves[k], n * V + v, bw,  # type: ignore[arg-type]
                                                         lat + f.latency, "net")
         if self.fabric == "rail" and len(self.nics) > 1:
             if f.spine == "ecmp":
@@ -435,11 +436,18 @@ class Network:
                 spines = [self._add_vertex("spine")]
             width = N if f.spine == "adaptive" else 1      # node-ports one uplink stands for
             for k, leaf in enumerate(leaves):
-                bw = nic_port[self.nics[k]].bandwidth * width / f.oversubscription
+                bw = nic_port[self.nics[k]].bandwidth * width / f.oversubscription  # type: ignore[operator]
                 if f.spine == "adaptive" and f.oversubscription == 1:
                     bw = INF                               # non-blocking: never the bottleneck
                 self._up.append([self._add_link(leaf, sp, bw, f.latency, "spine") for sp in spines])
                 self._down.append([self._add_link(sp, leaf, bw, 0.0, "spine") for sp in spines])
+
+    def _tlinks(self, u: int, v: int) -> list[int]:
+        """:meth:`_tpath` between devices that reach each other (checked when the network is built)."""
+        p = self._tpath(u, v)
+        if p is None:
+            raise TopologyError(f"internal: no route from {self.device_names[u]} to {self.device_names[v]}")
+        return p
 
     def _tpath(self, u: int, v: int) -> list[int] | None:
         """Template links of the route u -> v inside a server: the fewest links, among those the
@@ -526,16 +534,16 @@ class Network:
         G, E = self.gpus, self._E
         na, ga, nb, gb = a // G, a % G, b // G, b % G
         if na == nb:
-            links = [na * E + e for e in self._tpath(ga, gb)]
+            links = [na * E + e for e in self._tlinks(ga, gb)]
         else:
             ka, kb = self.rail_of[ga], self.rail_of[gb]
-            links = [na * E + e for e in self._tpath(ga, self.nics[ka])]
+            links = [na * E + e for e in self._tlinks(ga, self.nics[ka])]
             links.append(self._nic_up[(na, ka)])
             if self.fabric == "rail" and ka != kb:
                 j = ecmp(na, ka, nb, kb, self.nodes) if self.spec.fabric.spine == "ecmp" else 0
                 links.extend((self._up[ka][j], self._down[kb][j]))
             links.append(self._nic_down[(nb, kb)])
-            links.extend(nb * E + e for e in self._tpath(self.nics[kb], gb))
+            links.extend(nb * E + e for e in self._tlinks(self.nics[kb], gb))
         cap, ovh = self.link_cap, self.link_ovh
         res = tuple(x for x in links if cap[x] != INF)
         return Route(tuple(links), res, sum(self.link_lat[x] for x in links),

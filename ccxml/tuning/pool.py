@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 
 def default_jobs() -> int:
@@ -56,7 +59,7 @@ class Pool:
 
     def __init__(self, jobs: int = 1):
         self.jobs = jobs
-        self._executor = None
+        self._executor: ProcessPoolExecutor | None = None
 
     @property
     def parallel(self) -> bool:

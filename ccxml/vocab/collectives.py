@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from ccxml.vocab import limits
 from ccxml.vocab.errors import CollectiveError
@@ -64,6 +64,20 @@ class Collective:
 
     # ---- sizes -------------------------------------------------------------------------
     @property
+    def matrix(self) -> tuple[tuple[int, ...], ...]:
+        """The alltoallv count matrix (``counts``; an error for the other collectives)."""
+        if self.counts is None:
+            raise CollectiveError(f"{self.coll.value} has no matrix of chunk counts")
+        return self.counts
+
+    @property
+    def root_rank(self) -> int:
+        """The root of a rooted collective (``root``; an error for the others)."""
+        if self.root is None:
+            raise CollectiveError(f"{self.coll.value} has no root")
+        return self.root
+
+    @property
     def per_rank(self) -> int:
         """Chunks per rank-block: C/p for the ×p collectives, C for gather/scatter."""
         if self.coll in (Coll.GATHER, Coll.SCATTER):
@@ -77,7 +91,7 @@ class Collective:
         if self.coll is Coll.SCATTER:
             return p * c
         if self.coll is Coll.ALLTOALLV:
-            return sum(self.counts[rank])
+            return sum(self.matrix[rank])
         return c
 
     def output_chunks(self, rank: int) -> int:
@@ -87,7 +101,7 @@ class Collective:
         if self.coll is Coll.GATHER:
             return p * c
         if self.coll is Coll.ALLTOALLV:
-            return sum(row[rank] for row in self.counts)
+            return sum(row[rank] for row in self.matrix)
         return c
 
     def inplace_input_offset(self, rank: int) -> int:
@@ -104,7 +118,7 @@ class Collective:
 
     def alltoallv_offsets(self) -> tuple[list[list[int]], list[list[int]]]:
         """(send displacement of i→j in i's input, recv displacement of i→j in j's output)."""
-        return alltoallv_offsets(self.counts)
+        return alltoallv_offsets(self.matrix)
 
     # ---- postcondition -----------------------------------------------------------------
     def expected(self) -> Iterator[tuple[int, int, tuple[Contribution, ...]]]:
@@ -115,6 +129,7 @@ class Collective:
         """
         p, c, coll = self.ngpus, self.nchunksperloop, self.coll
         b = self.per_rank
+        root = self.root_rank if coll.rooted else 0
         everyone = range(p)
         if coll is Coll.ALLREDUCE:
             for r in everyone:
@@ -122,11 +137,11 @@ class Collective:
                     yield r, j, tuple((q, j) for q in everyone)
         elif coll is Coll.REDUCE:
             for j in range(c):
-                yield self.root, j, tuple((q, j) for q in everyone)
+                yield root, j, tuple((q, j) for q in everyone)
         elif coll is Coll.BROADCAST:
             for r in everyone:
                 for j in range(c):
-                    yield r, j, ((self.root, j),)
+                    yield r, j, ((root, j),)
         elif coll is Coll.ALLGATHER:
             for r in everyone:
                 for q in everyone:
@@ -135,7 +150,7 @@ class Collective:
         elif coll is Coll.GATHER:
             for q in everyone:
                 for j in range(b):
-                    yield self.root, q * b + j, ((q, j),)
+                    yield root, q * b + j, ((q, j),)
         elif coll is Coll.REDUCESCATTER:
             for r in everyone:
                 for j in range(b):
@@ -143,7 +158,7 @@ class Collective:
         elif coll is Coll.SCATTER:
             for r in everyone:
                 for j in range(b):
-                    yield r, j, ((self.root, r * b + j),)
+                    yield r, j, ((root, r * b + j),)
         elif coll is Coll.ALLTOALL:
             for r in everyone:
                 for q in everyone:
@@ -151,9 +166,10 @@ class Collective:
                         yield r, q * b + j, ((q, r * b + j),)
         elif coll is Coll.ALLTOALLV:
             send, recv = self.alltoallv_offsets()
+            m = self.matrix
             for i in everyone:
                 for j in everyone:
-                    for k in range(self.counts[i][j]):
+                    for k in range(m[i][j]):
                         yield j, recv[i][j] + k, ((i, send[i][j] + k),)
         else:  # pragma: no cover - every Coll member is handled above
             raise CollectiveError(f"no postcondition for {coll}")
@@ -222,7 +238,7 @@ def read_counts(path: str) -> tuple[tuple[int, ...], ...]:
     return parse_counts(data)
 
 
-def alltoallv_offsets(m) -> tuple[list[list[int]], list[list[int]]]:
+def alltoallv_offsets(m: Sequence[Sequence[int]]) -> tuple[list[list[int]], list[list[int]]]:
     """For a P×P count matrix (i sends m[i][j] chunks to j): (send displacement of i→j in i's
     input, recv displacement of i→j in j's output), the runtime's packed layout."""
     p = len(m)

@@ -37,6 +37,7 @@ import stat
 import sys
 import threading
 from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 #: characters encoded and written at a time (small enough to reuse the same memory, large
 #: enough that the loop costs nothing)
@@ -89,13 +90,13 @@ def signals_raise(signums: Iterable[int] = CLEANUP_SIGNALS) -> Iterator[None]:
         return
     fired: list[int] = []
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: object) -> None:
         if fired:
             return
         fired.append(signum)
         raise Terminated(signum)
 
-    previous = {}
+    previous: dict[int, Any] = {}
     try:
         for s in signums:
             if signal.getsignal(s) is signal.SIG_IGN:     # nohup, or a parent that ignores it
@@ -144,7 +145,7 @@ def _target(path: str) -> tuple[str, os.stat_result | None]:
 
 
 @contextlib.contextmanager
-def open_output(path: str | os.PathLike, *, binary: bool = False) -> Iterator:
+def open_output(path: str | os.PathLike[str], *, binary: bool = False) -> Iterator[Any]:
     """Open ``path`` for writing, by what it names (see the module docstring); yields a file
     object (text: UTF-8, ``\\n`` line ends; ``binary=True``: bytes). The content is in place
     when the block ends without an exception; an exception or :class:`Terminated` inside the
@@ -198,7 +199,7 @@ def open_output(path: str | os.PathLike, *, binary: bool = False) -> Iterator:
             raise
 
 
-def _text_args(binary: bool) -> dict:
+def _text_args(binary: bool) -> dict[str, Any]:
     return {} if binary else {"encoding": "utf-8", "newline": "\n"}
 
 
@@ -219,21 +220,21 @@ class _Unclosed:
     """A stream of the process (standard output...) lent to a block: flushed, not closed, at
     its end."""
 
-    def __init__(self, f):
+    def __init__(self, f: IO[Any]) -> None:
         self._f = f
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._f, name)
 
-    def __enter__(self):
+    def __enter__(self) -> IO[Any]:
         return self._f
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(OSError, ValueError):
             self._f.flush()
 
 
-def _stdout(binary: bool):
+def _stdout(binary: bool) -> _Unclosed:
     out = sys.stdout
     if binary:
         out.flush()
@@ -241,7 +242,7 @@ def _stdout(binary: bool):
     return _Unclosed(out)
 
 
-def _descriptor_file(number: int, binary: bool):
+def _descriptor_file(number: int, binary: bool) -> _Unclosed | IO[Any]:
     if number in (1, 2):
         stream = sys.stdout if number == 1 else sys.stderr
         # the process's own stream (click's test runner replaces it): written in order with it
@@ -250,20 +251,20 @@ def _descriptor_file(number: int, binary: bool):
     return os.fdopen(os.dup(number), "wb" if binary else "w", **_text_args(binary))
 
 
-def _fileno(stream) -> int | None:
+def _fileno(stream: Any) -> int | None:
     try:
-        return stream.fileno()
+        return int(stream.fileno())
     except (OSError, ValueError, AttributeError):
         return None
 
 
-def write_output(path: str | os.PathLike, text: str | bytes | Iterable[str]) -> None:
+def write_output(path: str | os.PathLike[str], text: str | bytes | Iterable[str]) -> None:
     """Write ``text`` (a string, bytes, or string parts in order, such as
     :func:`ccxml.writer.msccl.xml_parts`) to ``path`` through :func:`open_output`; parts are
     encoded a slice at a time, so a large file is never held twice."""
     binary = isinstance(text, (bytes, bytearray, memoryview))
     with open_output(path, binary=binary) as f:
-        if binary:
+        if isinstance(text, (bytes, bytearray, memoryview)):
             f.write(text)
         else:
             for part in ((text,) if isinstance(text, str) else text):
@@ -273,7 +274,7 @@ def write_output(path: str | os.PathLike, text: str | bytes | Iterable[str]) -> 
             f.flush()
 
 
-def temporary_files(folder: str | os.PathLike) -> list[str]:
+def temporary_files(folder: str | os.PathLike[str]) -> list[str]:
     """The temporary files :func:`open_output` left in ``folder`` (none, unless the process was
     killed with SIGKILL or the machine stopped)."""
     return sorted(n for n in os.listdir(folder) if n.startswith(TEMP_PREFIX) and n.endswith(TEMP_SUFFIX))
@@ -281,7 +282,7 @@ def temporary_files(folder: str | os.PathLike) -> list[str]:
 
 # ---- reading ---------------------------------------------------------------------------------
 
-def input_problem(path: str | os.PathLike) -> str | None:
+def input_problem(path: str | os.PathLike[str]) -> str | None:
     """None when ``path`` is a regular file (through symbolic links), else one line that says
     what it is: ``no such file``, ``symlink loop``, ``not a regular file: P is a character
     device``, ... (a FIFO is reported, never opened: reading one waits for a writer)."""
@@ -308,7 +309,7 @@ def input_problem(path: str | os.PathLike) -> str | None:
 # ---- locks -----------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def exclusive_lock(lock_path: str | os.PathLike) -> Iterator[int | None]:
+def exclusive_lock(lock_path: str | os.PathLike[str]) -> Iterator[int | None]:
     """Hold an exclusive ``flock`` on ``lock_path`` for the block, without waiting: yields None
     when this process holds it, or the pid of the process that does (0 when that process has not
     written it yet), and the caller refuses to go on.
@@ -368,7 +369,7 @@ def shown_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def names_stdout(path: str | os.PathLike) -> bool:
+def names_stdout(path: str | os.PathLike[str]) -> bool:
     """Whether writing ``path`` writes this process's standard output (``-``, /dev/stdout,
     /dev/fd/1, or the very file or pipe it is): a command then says what it wrote on stderr."""
     p = os.fspath(path)
@@ -380,7 +381,7 @@ def names_stdout(path: str | os.PathLike) -> bool:
         return False
 
 
-def is_stream(path: str | os.PathLike) -> bool:
+def is_stream(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is written directly, not replaced (``-``, a device, a FIFO, /dev/stdout,
     a socket): several outputs given one such path all go to it, in order."""
     p = os.fspath(path)

@@ -7,6 +7,7 @@ names places the same way. A finding's ``code`` is a stable machine-readable wor
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,5 +36,5 @@ class Finding:
         where = self.where()
         return f"{self.code}: {self.message}" + (f" ({where})" if where else "")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -11,6 +11,8 @@ or ccxml's generators produce.
 """
 from __future__ import annotations
 
+from typing import BinaryIO
+
 # ---- schedules (MSCCL XML) ----------------------------------------------------------------
 #: largest schedule file the loader reads (a 1M-step file is about 110 MB)
 MAX_SCHEDULE_BYTES = 512 * 1024 * 1024
@@ -73,7 +75,7 @@ def read_capped(path: str, cap: int, what: str = "file") -> bytes:
         return read_capped_from(fh, cap, f"{path}: {what}")
 
 
-def read_capped_from(fh, cap: int, what: str) -> bytes:
+def read_capped_from(fh: BinaryIO, cap: int, what: str) -> bytes:
     """:func:`read_capped` of an open binary file ``fh``; ``what`` starts the error message."""
     parts: list[bytes] = []
     got = 0

@@ -5,6 +5,7 @@ and the executor both report."""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from ccxml.vocab.errors import SizeError
 from ccxml.vocab.limits import MAX_MESSAGE_BYTES, MAX_SWEEP_POINTS, MIN_SWEEP_FACTOR
@@ -85,7 +86,7 @@ def format_size(n: float) -> str:
 _PER_RANK_BUFFER = {"gather", "scatter"}
 
 #: nccl-tests bus-bandwidth factors, as functions of p
-BUSBW_FACTORS = {
+BUSBW_FACTORS: dict[str, Callable[[int], float]] = {
     "allreduce": lambda p: 2 * (p - 1) / p,
     "allgather": lambda p: (p - 1) / p,
     "reducescatter": lambda p: (p - 1) / p,

@@ -27,6 +27,11 @@ class StepType(str, Enum):
     # Flags set on every member below (plain attributes: they sit on hot loops):
     # ``sends`` (pushes to the TB's send peer), ``receives`` (pulls from its recv peer),
     # ``reads_src`` / ``writes_dst`` (touches the local srcbuf/dstbuf range), ``reduces``.
+    sends: bool
+    receives: bool
+    reads_src: bool
+    writes_dst: bool
+    reduces: bool
     __hash__ = str.__hash__
 
 
@@ -138,7 +143,7 @@ class Profile:
 
     name: str
     description: str
-    step_types: frozenset
+    step_types: frozenset[StepType]
     max_steps_per_tb: int
     max_tbs: int           # TB ids per GPU must be < max_tbs
     max_dep_tb: int        # depid must be <= this (int8 in the kernel)

@@ -55,7 +55,7 @@ def step_values(step: Step) -> tuple:
     dep = step.dep
     return (step._s, t._value_, src[0]._value_, src[1], dst[0]._value_, dst[1],
             _NOP[2] if t is NOP else step.cnt,
-            -1 if dep is None else dep.tb.id, -1 if dep is None else dep._s,
+            -1 if dep is None else dep.tb.id, -1 if dep is None else dep._s,    # type: ignore[union-attr]  # placed
             1 if step.publish else 0)
 
 
@@ -89,11 +89,11 @@ def algo_attrs(algo: Algo, target: str) -> dict[str, str]:
                              f"loads only in the legacy runtime: use --target legacy")
         coll = CUSTOM_COLL
     else:
-        coll = algo.coll.value
+        coll = algo.coll.value                  # type: ignore[union-attr]  # a Coll: not custom
     if target == "legacy":
         if coll != CUSTOM_COLL and algo.coll not in LEGACY_COLLS:
             raise LimitError(f"the legacy runtime has no {coll} collective: use --target exec")
-        coll = LEGACY_COLL_NAMES.get(algo.coll, coll)
+        coll = LEGACY_COLL_NAMES.get(algo.coll, coll)     # type: ignore[arg-type]
         if max_bytes == 0:          # legacy's upper bound is exclusive and 0 would match nothing
             max_bytes = LEGACY_DEFAULT_MAX_BYTES
     attrs = {"name": algo.name, "proto": algo.proto.value, "nchannels": str(algo.nchannels),
@@ -254,7 +254,7 @@ def _gpu_pieces(gpu: GPU, out: list, kept: int) -> None:
             if dep is None:
                 depid, deps = no_dep, ""
             else:
-                i, j = dep.tb.id, dep._s
+                i, j = dep.tb.id, dep._s             # type: ignore[union-attr]  # placed
                 depid = depid_piece[i] if 0 <= i < kept else f'{i}" deps="'
                 deps = nums[j] if 0 <= j < kept else f"{j}"
             t = st.type
@@ -274,8 +274,8 @@ def _gpu_pieces(gpu: GPU, out: list, kept: int) -> None:
                 src = (None if peer is None else peer.src or peer.dst) or dst
             src = src or dst
             dst = dst or src
-            srcbuf, srcoff = src
-            dstbuf, dstoff = dst
+            srcbuf, srcoff = src                # type: ignore[misc]  # a step has an operand
+            dstbuf, dstoff = dst                # type: ignore[misc]
             out.extend((opening, type_piece[t], srcbuf_piece[srcbuf],
                         nums[srcoff] if 0 <= srcoff < kept else f"{srcoff}",
                         dstbuf_piece[dstbuf],

@@ -286,7 +286,7 @@ TUNE = ("tune", "--ranks", "4", "-a", "ring", "-c", "allreduce", "-q")
 
 
 def test_tune_refuses_while_another_run_holds_the_directory(tmp_path):
-    from ccxml.tuning.engine import lock_path
+    from ccxml.tuning.directory import lock_path
     out = tmp_path / "algos"
     with exclusive_lock(lock_path(out)) as holder:
         assert holder is None
@@ -383,7 +383,7 @@ def test_temp_prefix_is_what_the_docs_say():
 #: ``ccxml ARGS`` whose tune writes each file of its staging directory slowly
 SLOW_TUNE = """
 import sys, time
-import ccxml.tuning.engine as e
+import ccxml.tuning.directory as e
 real = e._write_new
 def slow(path, text):
     real(path, text)

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from ccxml.topology.files import load_topology
 from ccxml.topology.model import (
     INTER,
     INTRA,
@@ -12,7 +13,6 @@ from ccxml.topology.model import (
     Topology,
     TopologyError,
     encode_groups,
-    load_topology,
     parse_groups,
 )
 

@@ -191,7 +191,8 @@ class _Done:
     recursion; a cycle of nops is an ExportError."""
 
     def __init__(self, gpu: int, tbs: dict):
-        self.gpu, self.tbs, self.memo = gpu, tbs, {}
+        self.gpu, self.tbs = gpu, tbs
+        self.memo: dict[tuple[int, int], list[int]] = {}
 
     def of(self, tb: int, s: int, frm) -> list[int]:
         entry = self.tbs.get(tb)

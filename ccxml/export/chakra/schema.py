@@ -42,7 +42,7 @@ ATTRIBUTE_VALUES = (
 )
 
 #: the messages: name -> [(field, number, type, label, message or enum type name)]
-_MESSAGES = {
+_MESSAGES: dict[str, list[tuple[str, int, str, str, str | None]]] = {
     "AttributeProto": [("name", 1, "TYPE_STRING", "OPTIONAL", None),
                        ("doc_string", 2, "TYPE_STRING", "OPTIONAL", None)],
     "GlobalMetadata": [("version", 1, "TYPE_STRING", "OPTIONAL", None),
