@@ -16,7 +16,7 @@ COLL_NAMES = [c.value for c in Coll]
 
 
 def source_options(f):
-    """--ranks, --coll, --root: the shape of an ALGO target (in that order in --help)."""
+    """--ranks, --coll, --root: the shape of an algorithm SOURCE (in that order in --help)."""
     f = click.option("--root", type=int, default=None, help="Root of a rooted collective (default 0).")(f)
     f = click.option("--coll", "-c", type=click.Choice(COLL_NAMES), default=None,
                      help="Collective (required for an ALGO).")(f)

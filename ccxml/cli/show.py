@@ -1,6 +1,6 @@
 """``ccxml show``: the timeline of a simulated schedule as an HTML page or an SVG picture.
 
-TARGET and the topology options are ``ccxml simulate``'s (an MSCCL XML file, or an algorithm
+SOURCE and the topology options are ``ccxml simulate``'s (an MSCCL XML file, or an algorithm
 built in memory: :func:`ccxml.driver.load_source`); the schedule is simulated at one size
 with its timeline recorded and drawn by :mod:`ccxml.show`.
 """
@@ -20,7 +20,7 @@ DEFAULT_BYTES = "1M"
 
 
 @click.command("show")
-@click.argument("target")
+@click.argument("source", metavar="SOURCE")
 @source_options
 @click.option("--bytes", "nbytes", type=SIZE, default=DEFAULT_BYTES, show_default=True, help="Message size, e.g. 64M.")
 @topology_options
@@ -28,14 +28,14 @@ DEFAULT_BYTES = "1M"
 @click.option("-o", "--output", type=OUTPUT, required=True,
               help="OUT.html (one self-contained interactive page) or OUT.svg (a static picture).")
 @unverified_option
-def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, alpha, beta, gamma, output,
+def show(source, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, alpha, beta, gamma, output,
          unverified=False):
-    """Draw how TARGET (an MSCCL XML file or an algorithm name) runs: one row per (rank, thread
+    """Draw how SOURCE (an MSCCL XML file or an algorithm name) runs: one row per (rank, thread
     block), each step a bar coloured by its kind, the critical path, the links' utilisation.
 
     The HTML page works offline (no network, one file): zoom (ctrl+wheel, + and -), pan (drag),
     filter by rank, and click a step for its buffers, offsets, cnt, dependencies and matching peer.
-    The SVG is the same timeline as a static picture. TARGET, sizes and topologies are as for
+    The SVG is the same timeline as a static picture. SOURCE, sizes and topologies are as for
     ccxml simulate.
     """
     from ccxml.driver import window_warning
@@ -48,7 +48,7 @@ def show(target, ranks, coll, root, nbytes, topology_file, preset, nodes, gpu, a
     if fmt is None:
         raise click.UsageError(f"-o {output}: use a .html or .svg file name")
     sizes = parse_sizes(nbytes, None, None, 2.0)
-    tg = source_from_options(target, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
+    tg = source_from_options(source, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
                      preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma, command="show",
                      unverified=unverified)
     schedule, topo, n = tg.schedule, tg.topology, sizes[0]

@@ -74,7 +74,7 @@ def _plot(path: str, label: str, rows, title: str) -> None:
 # ---- ccxml simulate ---------------------------------------------------------------------------
 
 @click.command("simulate")
-@click.argument("target")
+@click.argument("source", metavar="SOURCE")
 @source_options
 @click.option("--bytes", "nbytes", type=SIZE, default=None, help="One message size, e.g. 8M.")
 @click.option("-b", "--minbytes", type=SIZE, default=None, help="Sweep start (default 1K).")
@@ -89,9 +89,9 @@ def _plot(path: str, label: str, rows, title: str) -> None:
 @click.option("--plot", type=OUTPUT, default=None, help="Write busbw vs size to OUT.png or OUT.svg.")
 @opt_option
 @unverified_option
-def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, topology_file,
+def simulate(source, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, topology_file,
              preset, nodes, gpu, alpha, beta, gamma, nlinks, as_json, plot, opts=(), unverified=False):
-    """Estimate how long TARGET (an MSCCL XML file or an algorithm name) takes.
+    """Estimate how long SOURCE (an MSCCL XML file or an algorithm name) takes.
 
     On a preset or a network topology (--preset, a [network] file, NCCL topology XML) every
     transfer crosses the links of its route and shares them, max-min fairly, with the transfers
@@ -105,7 +105,7 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     from ccxml.simulator import simulate_schedule
     from ccxml.vocab.errors import SimulationError, TopologyError
     sizes = parse_sizes(nbytes, minbytes, maxbytes, stepfactor)
-    tg = source_from_options(target, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
+    tg = source_from_options(source, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
                      preset=preset, nodes=nodes, gpu=gpu, alpha=alpha, beta=beta, gamma=gamma,
                      opts=read_opts(opts), unverified=unverified)
     schedules, schedule, label, topo, notes, is_file = (tg.schedules, tg.schedule, tg.label, tg.topology,
@@ -126,7 +126,7 @@ def simulate(target, ranks, coll, root, nbytes, minbytes, maxbytes, stepfactor, 
     if as_json:
         busiest = last.busiest_link
         doc = {
-            "schedule": {"name": file_text(schedule.name), "source": target, "coll": schedule.coll,
+            "schedule": {"name": file_text(schedule.name), "source": source, "coll": schedule.coll,
                          "ngpus": schedule.ngpus, "nchunksperloop": schedule.nchunksperloop,
                          "proto": schedule.proto},
             "topology": topo.to_dict(),
