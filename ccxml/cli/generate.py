@@ -12,9 +12,6 @@ from ccxml.vocab.wire import PROFILES, Coll, Proto, profile
 
 COLL_NAMES = [c.value for c in Coll]
 
-# moved to ccxml.driver; the name stays here until the tests and benchmarks import it from there
-from ccxml.driver import generate_text  # noqa: E402, F401, I001
-
 # The choices each algorithm accepts (its builders validate them; tests/test_cli_generate.py
 # checks these texts against the modules, which are not imported here to keep start-up light).
 INTRA_HELP = ("Hierarchical algorithms: the algorithm inside a server/group. 2d-torus, 2d-mesh: "

@@ -29,10 +29,6 @@ from ccxml.vocab.wire import Coll
 
 COLL_NAMES = [c.value for c in Coll]
 
-# moved to ccxml.driver; the names stay here until the tests and benchmarks import them from there
-from ccxml.driver import (  # noqa: E402, F401, I001
-    algorithm_schedule, algorithm_schedules, compiled_algorithm, verification_failure)
-
 
 def _fail(message: str):
     raise click.ClickException(message)
