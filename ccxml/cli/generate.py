@@ -28,19 +28,6 @@ def _fail(message: str):
     raise click.ClickException(message)
 
 
-def _spec(algorithm: str, coll: str, ranks: int, *, root=None, counts=None, topology=None,
-          intra: str | None = None, inter: str | None = None, variant: str | None = None,
-          opts: dict[str, str] | None = None, **options):
-    """``generate``'s :class:`~ccxml.driver.AlgorithmSpec` (:attr:`~ccxml.driver.AlgorithmSpec.strict`):
-    ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
-    validates them; an algorithm that takes none of them says so (AlgorithmError)."""
-    from ccxml.driver import AlgorithmSpec
-    params = {k: v for k, v in (("counts", counts), ("intra", intra), ("inter", inter),
-                                ("variant", variant)) if v is not None}
-    return AlgorithmSpec(algorithm, coll, ranks, options=options, topology=topology, root=root,
-                         params=params, opts=opts or {}, strict=True)
-
-
 def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, preset=None, nodes=None):
     """(ranks, Topology or None) from the topology options (:func:`ccxml.driver.resolve_topology`);
     one clear line on a bad shape. ccxml.topology.model (and pydantic) is imported only when a
@@ -169,11 +156,11 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     to_stdout = output == "-" or names_stdout(where)       # -o -, /dev/stdout: the summary goes to stderr
     try:
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
-            from ccxml.driver import build
+            from ccxml.driver import build, generate_spec
             from ccxml.driver import compile as compile_program
-            prog = build(_spec(algorithm, coll, ranks, root=root, counts=matrix, topology=topology,
-                               intra=intra, inter=inter, variant=variant, opts=opts, channels=channels,
-                               proto=proto, inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes))
+            prog = build(generate_spec(algorithm, coll, ranks, root=root, counts=matrix, topology=topology,
+                                       intra=intra, inter=inter, variant=variant, opts=opts, channels=channels,
+                                       proto=proto, inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes))
             if timer is not None:
                 timer.lap("build (Chunk API)")
             try:

@@ -37,6 +37,7 @@ from ccxml.driver.spec import (
     compiled,
     compiled_algorithm,
     export,
+    generate_spec,
     generate_text,
     limit_note,
     schedule,
@@ -56,6 +57,6 @@ from ccxml.driver.topology import (
 __all__ = ["UNVERIFIED_NOTE", "AlgorithmSpec", "OptionError", "Source", "SourceError", "TopologyOptions",
            "Unverified", "algorithm_schedule", "algorithm_schedules", "bounds", "build", "check_fit",
            "check_verified", "compile", "compiled", "compiled_algorithm", "exact_bound_lines", "export",
-           "fit_ranks", "free_model_problem", "generate_text", "limit_note", "load_source", "names_file",
-           "other_reading", "rank_algorithms", "ranks_of", "resolve_topology", "schedule", "schedules",
+           "fit_ranks", "free_model_problem", "generate_spec", "generate_text", "limit_note", "load_source",
+           "names_file", "other_reading", "rank_algorithms", "ranks_of", "resolve_topology", "schedule", "schedules",
            "text", "verification_failure", "window_warning"]

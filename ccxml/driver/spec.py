@@ -161,14 +161,20 @@ def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int],
     return schedules(_spec(algorithm, coll, ranks, root, topology, opts, {}), sizes, target, on_limit=on_limit)
 
 
-def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", merge_rcs: bool = True,
-                  hook=None, root=None, topology=None, opts=None, counts=None, intra=None, inter=None,
-                  variant=None, **options):
-    """``generate``'s build (:attr:`AlgorithmSpec.strict`), compiled for ``target`` and exported:
-    (xml text, compiled Algo)."""
+def generate_spec(algorithm: str, coll: str, ranks: int, *, root=None, topology=None, opts=None, counts=None,
+                  intra=None, inter=None, variant=None, **options) -> AlgorithmSpec:
+    """``ccxml generate``'s spec (:attr:`AlgorithmSpec.strict`): ``counts``, ``intra``, ``inter`` and
+    ``variant`` go to the builder, which validates them (one that takes none of them says so);
+    ``options`` are :class:`Options` fields."""
     params = {k: v for k, v in (("counts", counts), ("intra", intra), ("inter", inter),
                                 ("variant", variant)) if v is not None}
-    spec = AlgorithmSpec(algorithm, coll, ranks, options=options, topology=topology, root=root,
+    return AlgorithmSpec(algorithm, coll, ranks, options=options, topology=topology, root=root,
                          params=params, opts=opts or {}, strict=True)
-    algo = compile(build(spec), target, merge_rcs=merge_rcs, hook=hook)
+
+
+def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", merge_rcs: bool = True,
+                  hook=None, **kwargs):
+    """:func:`generate_spec` built, compiled for ``target`` and exported: (xml text, compiled Algo),
+    the bytes ``ccxml generate`` writes."""
+    algo = compile(build(generate_spec(algorithm, coll, ranks, **kwargs)), target, merge_rcs=merge_rcs, hook=hook)
     return export(algo, target), algo
