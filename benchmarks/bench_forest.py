@@ -19,7 +19,7 @@ import time
 
 _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))  # this checkout
 
-from ccxml.cli.simulate import algorithm_schedule  # noqa: E402
+from ccxml.driver import algorithm_schedule  # noqa: E402
 from ccxml.simulator import simulate_schedule  # noqa: E402
 from ccxml.topology import load_preset, load_topology  # noqa: E402
 from ccxml.topology.flow import RULE, exact_bound  # noqa: E402

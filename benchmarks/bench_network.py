@@ -27,7 +27,7 @@ _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
 from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 from calibration import calibration_line  # noqa: E402
 
-from ccxml.cli.simulate import algorithm_schedule  # noqa: E402
+from ccxml.driver import algorithm_schedule  # noqa: E402
 from ccxml.simulator import DEFAULT_TOPOLOGY, simulate_schedule  # noqa: E402
 from ccxml.topology import load_preset  # noqa: E402
 

@@ -23,7 +23,7 @@ _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)
 from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 
 from ccxml.algorithms import build, registry
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule
 from ccxml.simulator import simulate_schedule
 from ccxml.simulator.formulas import FORMULAS
 from ccxml.topology.model import Topology

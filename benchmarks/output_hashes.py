@@ -21,7 +21,7 @@ _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)
 from build_check import announce  # noqa: E402 - benchmarks/build_check.py
 
 from ccxml.algorithms import registry  # noqa: E402
-from ccxml.cli.generate import generate_text
+from ccxml.driver import generate_text
 from ccxml.topology.model import Topology
 
 FLAT = ("ring", "mesh", "rhd", "pairwise", "star", "nhr", "nb", "bidir-ring", "recursive-doubling", "bruck")

@@ -172,7 +172,7 @@ def have_simgrid() -> bool:
 
 def check(cases, sizes, main: str | None) -> list[dict]:
     sys.path.insert(0, ROOT)
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import simulate_schedule
     from ccxml.topology import load_preset
     topo = load_preset(PRESET, NODES)

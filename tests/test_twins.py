@@ -47,8 +47,7 @@ from handbuilt import algo, inplace_ring_allgather, tbs
 
 import ccxml.interpreter as interp
 from ccxml.algorithms import get, ring
-from ccxml.cli.generate import generate_text
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule, generate_text
 from ccxml.loader.reader import loads
 from ccxml.loader.rules_exact import ExactChecker
 from ccxml.loader.rules_fast import FastChecker, runtime_clean, safety_clean, table_clean

@@ -3,7 +3,7 @@ backends of :mod:`ccxml.export` (``ccxml export --help`` lists them).
 
 SOURCE is ``ccxml simulate``'s: an MSCCL XML file, or an algorithm name with ``--ranks``,
 ``--coll``, ``--root``, the topology options and ``--opt KEY=VALUE``, built in memory
-(:func:`ccxml.cli.simulate.load_target`). A ``"schedule"`` backend (chakra) takes the loaded
+(:func:`ccxml.driver.load_source`). A ``"schedule"`` backend (chakra) takes the loaded
 schedule; a ``"program"`` backend (msccl-exec, msccl-rccl, msccl-legacy) takes the algorithm
 compiled for its runtime profile, so its SOURCE is an algorithm name.
 """
@@ -13,8 +13,8 @@ import os
 
 import click
 
-from ccxml.cli.options import OUTPUT, SIZE, opt_option, read_opts, unverified_option
-from ccxml.cli.simulate import _fail, _sizes, compiled_algorithm, load_target, target_options
+from ccxml.cli.options import OUTPUT, SIZE, fail, opt_option, parse_sizes, read_opts, unverified_option
+from ccxml.cli.shared import source_from_options, source_options
 from ccxml.cli.topology import ranks_of, resolve, topology_options
 from ccxml.export import BACKENDS
 
@@ -26,7 +26,7 @@ def _formats_help() -> str:
 @click.command("export", epilog="\b\nFORMAT:\n" + _formats_help())
 @click.argument("fmt", metavar="FORMAT")
 @click.argument("source")
-@target_options
+@source_options
 @click.option("--bytes", "nbytes", type=SIZE, default=None,
               help="Collective size, e.g. 1M (nccl-tests' convention): chakra's comm_size; an "
                    "algorithm is built for a window ending there (required by chakra).")
@@ -48,11 +48,11 @@ def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes,
     if backend is None:
         raise click.UsageError(f"unknown FORMAT {fmt!r}; choose one of {', '.join(BACKENDS)}")
     opts = read_opts(opts)
-    sizes = _sizes(nbytes, None, None, 2.0) if nbytes is not None else None
+    sizes = parse_sizes(nbytes, None, None, 2.0) if nbytes is not None else None
     if backend.takes == "schedule":
         if sizes is None:
             raise click.UsageError(f"{fmt} needs --bytes B, the collective's size (e.g. --bytes 1M)")
-        tg = load_target(source, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
+        tg = source_from_options(source, sizes, ranks=ranks, coll=coll, root=root, topology_file=topology_file,
                          preset=preset, nodes=nodes, gpu=gpu, command="export", opts=opts,
                          unverified=unverified)
         subject, label = tg.schedule, tg.label
@@ -65,14 +65,14 @@ def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes,
     try:
         module = backend.load()
     except ImportError as e:
-        _fail(f"export {fmt}: {e}")
+        fail(f"export {fmt}: {e}")
     try:
         files = module.export(subject, output, nbytes=sizes[0] if sizes else 0, profile=backend.profile,
                               **extra)
     except ImportError as e:                    # an optional dependency (protobuf for chakra)
-        _fail(str(e))
+        fail(str(e))
     except ValueError as e:
-        _fail(f"{label}: {e}")
+        fail(f"{label}: {e}")
     if output == "-" and len(files) > 1:
         raise click.UsageError(f"{fmt} writes {len(files)} files, -o PREFIX names them; not -")
     written = 0
@@ -80,9 +80,9 @@ def export(fmt, source, ranks, coll, root, nbytes, topology_file, preset, nodes,
         try:
             write_atomic(path, content)
         except OSError as e:
-            _fail(f"cannot write {path}: {e.strerror or e}")
+            fail(f"cannot write {path}: {e.strerror or e}")
         except ValueError as e:                 # what the runtime profile cannot take
-            _fail(f"{label}: {e}")
+            fail(f"{label}: {e}")
         written += os.path.getsize(path)
     where = files[0][0] if len(files) == 1 else f"{len(files)} files {files[0][0]} .. {files[-1][0]}"
     click.echo(f"wrote {where}: {label}, {fmt}, {written} bytes")
@@ -104,7 +104,7 @@ def _text_of(path: str) -> str:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
     except OSError as e:
-        _fail(f"cannot read {path}: {e.strerror or e}")
+        fail(f"cannot read {path}: {e.strerror or e}")
 
 
 def _compiled(source, profile, sizes, *, ranks, coll, root, topology_file, preset, nodes, gpu, opts):
@@ -118,9 +118,10 @@ def _compiled(source, profile, sizes, *, ranks, coll, root, topology_file, prese
         raise click.UsageError(f"to export the algorithm {source!r} give --ranks and --coll (e.g. ccxml "
                                f"export msccl-exec {source} --ranks 8 --coll allreduce -o out.xml)")
     ranks = ranks_of(topo, ranks)
+    from ccxml.driver import AlgorithmSpec, compiled
     window = {"max_bytes": sizes[0]} if sizes else {}
     try:
-        return compiled_algorithm(source, coll, ranks, root=root, topology=topo, target=profile,
-                                  opts=opts, **window)
+        return compiled(AlgorithmSpec(source, coll, ranks, options=window, topology=topo, root=root, opts=opts),
+                        profile)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))

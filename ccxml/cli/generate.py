@@ -28,81 +28,21 @@ def _fail(message: str):
     raise click.ClickException(message)
 
 
-def build_program(algorithm: str, coll: str, ranks: int, *, root=None, counts=None,
-                  topology=None, intra: str | None = None, inter: str | None = None,
-                  variant: str | None = None, opts: dict[str, str] | None = None, **options):
-    """Build (not compile) the Program. Raises ValueError subclasses.
-
-    ``intra`` / ``inter`` (hierarchical inner algorithms) and ``variant`` go to the builder, which
-    validates them; an algorithm that takes none of them says so (AlgorithmError). ``opts``: the
-    builder's other keyword options as text (``--opt KEY=VALUE``)."""
-    from ccxml.algorithms import registry
-    from ccxml.frontend.algorithm import Options
-    extra = registry.get(algorithm).parse_options(coll, opts) if opts else {}
-    return registry.build(algorithm, coll, ranks, options=Options(**options), root=root, counts=counts,
-                          topology=topology, intra=intra, inter=inter, variant=variant, **extra)
-
-
-def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec",
-                  merge_rcs: bool = True, hook=None, **kwargs):
-    """:func:`build_program`, then compile (``hook(pass, algo)`` after each pass); returns the
-    compiled Algo. Raises ValueError subclasses."""
-    prog = build_program(algorithm, coll, ranks, **kwargs)
-    return prog.compile(target, merge_rcs=merge_rcs, hook=hook)
-
-
-def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", **kwargs):
-    """:func:`generate_algo`, then export; returns (xml text, compiled Algo)."""
-    algo = generate_algo(algorithm, coll, ranks, target=target, **kwargs)
-    from ccxml.writer.msccl import to_xml
-    return to_xml(algo, target), algo
-
-
 def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, preset=None, nodes=None):
-    """(ranks, Topology or None) from the topology options; one clear line on a bad shape.
-
-    ccxml.topology.model (and pydantic) is imported only when a topology option is given."""
-    given = [name for name, v in (("--servers/--ranks-per-server", servers or ranks_per_server),
-                                  ("--groups", groups), ("--topology", topology_file),
-                                  ("--preset", preset)) if v]
+    """(ranks, Topology or None) from the topology options (:func:`ccxml.driver.resolve_topology`);
+    one clear line on a bad shape. ccxml.topology.model (and pydantic) is imported only when a
+    topology option is given."""
+    from ccxml.cli.options import driven
+    from ccxml.driver.topology import TopologyOptions, fit_ranks, resolve_topology
+    options = TopologyOptions(topology_file=topology_file, preset=preset, nodes=nodes, groups=groups,
+                              servers=servers, ranks_per_server=ranks_per_server)
     if nodes is not None and not (preset or topology_file):
         _fail("--nodes needs --preset or --topology")
-    if not given:
+    if not options.given():
         return ranks, None
-    if len(given) > 1:
-        _fail(f"give only one of {' and '.join(given)}")
-    words = " ".join(f"{name} {value}" for name, value in (
-        ("--preset", preset), ("--topology", topology_file), ("--nodes", nodes), ("--groups", groups),
-        ("--servers", servers), ("--ranks-per-server", ranks_per_server)) if value is not None)
-    from ccxml.topology.files import load_topology
-    from ccxml.topology.model import Topology, load_preset
-    from ccxml.vocab.errors import TopologyError
-    try:
-        if preset:
-            topo = load_preset(preset, 1 if nodes is None else nodes)
-        elif topology_file:
-            topo = load_topology(topology_file, nodes=nodes)
-        elif groups:
-            topo = Topology.from_groups(groups)
-        elif servers or ranks_per_server:
-            if not (servers and ranks_per_server):
-                known, k_name = (servers, "--servers") if servers else (ranks_per_server, "--ranks-per-server")
-                if ranks is None:
-                    _fail("give both --servers and --ranks-per-server (or --ranks)")
-                if known < 1 or ranks % known:
-                    _fail(f"--ranks {ranks} is not divisible by {k_name} {known}")
-                servers, ranks_per_server = (known, ranks // known) if servers else (ranks // known, known)
-            topo = Topology.uniform(servers, ranks_per_server)
-    except TopologyError as e:
-        _fail(str(e))
-    if topo.nranks is not None:
-        if ranks is None:
-            ranks = topo.nranks
-        elif ranks != topo.nranks:
-            from ccxml.cli.topology import check_fit
-            check_fit(topo, ranks, given=words, topology_file=topology_file, preset=preset, nodes=nodes)
-            _fail(f"--ranks {ranks} disagrees with {words} ({topo.nranks} ranks)")
-    return ranks, topo
+    with driven():
+        topo, _ = resolve_topology(options, ranks=ranks)
+        return fit_ranks(topo, ranks, options), topo
 
 
 @click.command("generate")
@@ -178,15 +118,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                                         preset, nodes)
     if ranks is None:
         _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
-    matrix = None
-    if counts is not None:
-        from ccxml.vocab.collectives import read_counts
-        try:
-            matrix = read_counts(counts)
-        except OSError as e:
-            _fail(f"cannot read --counts {counts}: {e.strerror}")
-        except ValueError as e:
-            _fail(f"--counts {counts}: {e}")
+    matrix = None if counts is None else _counts_matrix(counts)
     if Coll(coll).rooted and root is None:
         root = 0
     where = ("stdout" if output == "-"
@@ -216,22 +148,24 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     to_stdout = output == "-" or names_stdout(where)       # -o -, /dev/stdout: the summary goes to stderr
     try:
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
-            prog = build_program(algorithm, coll, ranks, root=root, counts=matrix,
-                                 topology=topology, intra=intra, inter=inter, variant=variant,
-                                 opts=opts, channels=channels, proto=proto, inplace=inplace,
-                                 min_bytes=min_bytes, max_bytes=max_bytes)
+            from ccxml.driver import build, generate_spec
+            from ccxml.driver import compile as compile_program
+            prog = build(generate_spec(algorithm, coll, ranks, root=root, counts=matrix, topology=topology,
+                                       intra=intra, inter=inter, variant=variant, opts=opts, channels=channels,
+                                       proto=proto, inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes))
             if timer is not None:
                 timer.lap("build (Chunk API)")
             try:
-                algo = prog.compile(target, merge_rcs=not no_fuse,
-                                    hook=after_pass if timer or dump_after else None)
+                algo = compile_program(prog, target, merge_rcs=not no_fuse,
+                                       hook=after_pass if timer or dump_after else None)
             finally:
                 if dumps:                       # also when a later pass failed
                     try:
                         write_atomic(dump_to, dumps)
                     except OSError as e:
                         _fail(cannot_write(dump_to, e))
-            from ccxml.writer.msccl import to_xml, xml_parts
+            from ccxml.driver import export as to_xml
+            from ccxml.writer.msccl import xml_parts
             if output == "-":
                 source = to_xml(algo, target)   # kept for --verify
                 sys.stdout.write(source)
@@ -266,6 +200,17 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         _verify_written(source, where, target, root, matrix, quiet=quiet, timer=timer, to_stdout=to_stdout)
     if timer is not None:
         click.echo(timer.table(f"{algorithm} {coll}, {ranks} ranks, target {target}"), err=True)
+
+
+def _counts_matrix(counts: str):
+    """The --counts file read, or one line and exit 2."""
+    from ccxml.vocab.collectives import read_counts
+    try:
+        return read_counts(counts)
+    except OSError as e:
+        _fail(f"cannot read --counts {counts}: {e.strerror}")
+    except ValueError as e:
+        _fail(f"--counts {counts}: {e}")
 
 
 def _verify_written(source, where: str, target: str, root, matrix, *, quiet: bool, timer,
@@ -341,12 +286,12 @@ def default_output(algorithm: str, coll: str, ranks: int, **options) -> str:
 def _forest_summary(forest, algo, target, topology, coll) -> list[str]:
     """The forest's summary: the exact bound and its cut, the simulated busbw at 1 GiB as a share
     of it, k and the synthesis time."""
+    from ccxml.driver import export
     from ccxml.loader.reader import loads
     from ccxml.simulator import simulate_schedule
     from ccxml.topology.flow import RULE, exact_bound
-    from ccxml.writer.msccl import to_xml
     bound = exact_bound(topology.graph(), coll)
-    res = simulate_schedule(loads(to_xml(algo, target)), 1 << 30, topology)
+    res = simulate_schedule(loads(export(algo, target)), 1 << 30, topology)
     extra = " (ReduceScatter + AllGather at their bounds)" if coll == "allreduce" else ""
     return [f"forest: exact bound (max-flow) busbw {bound.busbw / 1e9:.1f} GB/s{extra}; binding cut: "
             f"{bound.describe_cut()}",

@@ -7,6 +7,8 @@ as ``--opt KEY=VALUE`` (repeatable), its value read as the type of the option's 
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import click
 
 #: builder options that have an option of their own on the command line
@@ -100,3 +102,45 @@ UNVERIFIED_HELP = ("Use the schedule even if it fails verification (the output s
 def unverified_option(f):
     """Add ``--unverified`` (the ``unverified`` parameter) to a command."""
     return click.option("--unverified", is_flag=True, help=UNVERIFIED_HELP)(f)
+
+
+def fail(message: str):
+    """One line ``ccxml: message`` on stderr, exit 2."""
+    raise click.ClickException(message)
+
+
+@contextmanager
+def driven():
+    """The driver's errors as the command line says them: options that do not go together
+    (:class:`~ccxml.driver.topology.OptionError`) and a SOURCE or topology that cannot be used
+    are one line and exit 2, a schedule that fails verification one line and exit 1."""
+    from ccxml.driver import OptionError, SourceError, Unverified
+    from ccxml.vocab.errors import TopologyError
+    try:
+        yield
+    except Unverified as e:
+        raise Refused(str(e)) from None
+    except OptionError as e:
+        raise click.UsageError(str(e)) from None
+    except (SourceError, TopologyError) as e:
+        raise click.ClickException(str(e)) from None
+
+
+def parse_sizes(nbytes, minbytes, maxbytes, factor, default_max: int = 1 << 30) -> list[int]:
+    """``--bytes`` or the ``-b/-e/-f`` sweep (default 1K to ``default_max``) as byte counts."""
+    from ccxml.vocab.errors import SizeError
+    from ccxml.vocab.sizes import parse_size, size_range
+    try:
+        if nbytes is not None:
+            if minbytes is not None or maxbytes is not None:
+                raise click.UsageError("give either --bytes or -b/-e, not both")
+            return [parse_size(nbytes)]
+        lo = parse_size(minbytes) if minbytes is not None else None
+        hi = parse_size(maxbytes) if maxbytes is not None else None
+        if lo is None:
+            lo = min(1 << 10, hi) if hi is not None else 1 << 10
+        if hi is None:
+            hi = max(default_max, lo)
+        return size_range(lo, hi, factor)
+    except SizeError as e:
+        raise click.UsageError(str(e)) from None

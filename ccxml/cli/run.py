@@ -136,8 +136,8 @@ def run(file, dtype, nbytes, minbytes, maxbytes, stepfactor, iters, warmup, chec
     allgather: the output; reducescatter: the input; alltoall: the total; gather/scatter: the
     root's whole buffer), rounded down to whole chunks of whole elements; the reduction is a sum.
     """
-    from ccxml.cli.simulate import _sizes
-    sizes = _sizes(nbytes, minbytes, maxbytes, stepfactor, default_max=1 << 20)
+    from ccxml.cli.options import parse_sizes
+    sizes = parse_sizes(nbytes, minbytes, maxbytes, stepfactor, default_max=1 << 20)
     from ccxml.executor.mpi import load_mpi
     from ccxml.vocab.errors import ExecutionError
     try:
@@ -258,7 +258,7 @@ def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, 
     out = (lambda *a, **k: None) if rank else click.echo
     out(_header(path, schedule, collective, form, session, iters, warmup, check, ref_name,
                 library_version(MPI), world.Get_size()))
-    from ccxml.cli.simulate import _window_warning
+    from ccxml.driver import window_warning
     rows = []
     failure = None
     for n in sizes:
@@ -274,7 +274,7 @@ def _run(MPI, path, dtype, sizes, iters, warmup, check, timeout, inplace, root, 
             avg = sum(r.schedule.busbw for r in rows) / len(rows)
             mavg = sum(r.mpi.busbw for r in rows) / len(rows)
             out(f"# avg busbw: schedule {avg / 1e9:.3f} GB/s, {ref_name} {mavg / 1e9:.3f} GB/s")
-        w = _window_warning(schedule, [r.nbytes for r in rows])
+        w = window_warning(schedule, [r.nbytes for r in rows])
         if w:
             out(f"# note: {w}")
         if failure:

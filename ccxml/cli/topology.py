@@ -12,6 +12,8 @@ import json
 
 import click
 
+from ccxml.driver import exact_bound_lines
+
 GPU_CHOICES = ("h100", "a100", "v100")
 
 
@@ -31,89 +33,44 @@ def topology_options(f):
     return f
 
 
+def topology_of(topology_file=None, preset=None, nodes=None, gpu=None, *, alpha=None, beta=None,
+                gamma=None):
+    """The options as the driver's :class:`~ccxml.driver.topology.TopologyOptions`."""
+    from ccxml.driver.topology import TopologyOptions
+    return TopologyOptions(topology_file=topology_file, preset=preset, nodes=nodes, gpu=gpu, alpha=alpha,
+                           beta=beta, gamma=gamma)
+
+
 def resolve(topology_file=None, preset=None, nodes=None, gpu=None, *, alpha=None, beta=None,
             gamma=None, schedule=None, default=None):
-    """(Topology, notes) from the options; click errors (exit 2, one line) on bad input.
+    """(Topology, notes) from the options (:func:`ccxml.driver.resolve_topology`, the one parser);
+    click errors (exit 2, one line) on bad input.
 
     Without any option: the topology the schedule records, else ``default`` (the simulator's
     flat model when None)."""
-    from ccxml.simulator import resolve_topology
-    from ccxml.topology.files import load_topology
-    from ccxml.topology.model import load_preset
-    from ccxml.vocab.errors import TopologyError
-    flat = any(x is not None for x in (alpha, beta, gamma))
-    given = [name for name, v in (("--topology", topology_file), ("--preset", preset),
-                                  ("--alpha/--beta/--gamma", flat)) if v]
-    if len(given) == 2:
-        raise click.UsageError(f"give either {given[0]} or {given[1]}, not both")
-    if len(given) > 2:
-        raise click.UsageError(f"give only one of {', '.join(given)}")
-    if nodes is not None and not (topology_file or preset):
-        raise click.UsageError("--nodes needs --preset or --topology")
-    if gpu is not None and not (topology_file and topology_file.lower().endswith(".xml")):
-        raise click.UsageError("--gpu goes with --topology FILE.xml (an NCCL topology file)")
-    notes: list[str] = []
-    try:
-        if preset is not None:
-            topo = load_preset(preset, 1 if nodes is None else nodes)
-        elif topology_file is not None and topology_file.lower().endswith(".xml"):
-            from ccxml.topology.ncclxml import load_nccl_topology
-            read = load_nccl_topology(topology_file, gpu=gpu, nodes=1 if nodes is None else nodes)
-            topo, notes = read.topology, list(read.notes)
-        elif topology_file is not None:
-            topo = load_topology(topology_file, nodes=nodes)
-        elif not flat and schedule is None and default is not None:
-            topo = default
-        else:
-            topo = resolve_topology(schedule, None, alpha, beta, gamma)
-    except TopologyError as e:
-        raise click.ClickException(str(e)) from None
-    return topo, notes + topo.notes()
+    from ccxml.cli.options import driven
+    from ccxml.driver.topology import resolve_topology
+    with driven():
+        return resolve_topology(topology_of(topology_file, preset, nodes, gpu, alpha=alpha, beta=beta,
+                                            gamma=gamma), schedule=schedule, default=default)
 
 
 def ranks_of(topo, ranks: int | None) -> int:
-    """``--ranks``, or the topology's rank count (a mismatch is the caller's to report, in the
-    topology's own words: :meth:`Topology.check_ranks`)."""
-    if ranks is None:
-        if topo.nranks is None:
-            raise click.UsageError("--ranks is required (or give --preset/--nodes or a topology with "
-                                   "a rank count)")
-        return topo.nranks
-    return ranks
-
-
-def topology_words(topology_file=None, preset=None, nodes=None) -> str:
-    """The options that gave the topology, as the user typed them."""
-    if preset is not None:
-        return f"--preset {preset}" + (f" --nodes {nodes}" if nodes is not None else "")
-    if topology_file is not None:
-        return f"--topology {topology_file}" + (f" --nodes {nodes}" if nodes is not None else "")
-    return "the topology the file records"
+    """``--ranks``, or the topology's rank count (a mismatch is :func:`check_fit`'s to report)."""
+    from ccxml.cli.options import driven
+    from ccxml.driver.topology import ranks_of as driver_ranks_of
+    with driven():
+        return driver_ranks_of(topo, ranks)
 
 
 def check_fit(topo, ranks: int, *, schedule: str | None = None, given: str | None = None,
               topology_file=None, preset=None, nodes=None) -> None:
     """A usage error (one line, exit 2) in the options' words when the topology's groups do not
-    add up to the rank count: which options disagree and how to make them agree. ``schedule``:
-    the file whose ``ngpus`` gave the ranks (else they came from ``--ranks``); ``given``: the
-    options that gave the topology (default :func:`topology_words`)."""
-    groups = topo.groups
-    if groups is None or sum(groups) == ranks:
-        return
-    total = sum(groups)
-    given = given or topology_words(topology_file, preset, nodes)
-    unit = "node" if preset is not None or topology_file is not None else "group"
-    if len(set(groups)) == 1:
-        shape = f"{len(groups)} {unit}{'s' if len(groups) > 1 else ''} of {groups[0]} ranks ({total} in all)"
-    else:
-        shape = f"{unit}s of {'+'.join(map(str, groups))} ranks ({total} in all)"
-    per = groups[0] if len(set(groups)) == 1 else None
-    by_nodes = (f"--nodes {ranks // per}" if per and ranks % per == 0 and unit == "node" else None)
-    if schedule is not None:
-        fix = f"give {by_nodes}" if by_nodes else "give a topology of that many ranks"
-        raise click.UsageError(f"the schedule {schedule} has {ranks} ranks, but {given} gives {shape}; {fix}")
-    fix = f"give {by_nodes}, or --ranks {total}" if by_nodes else f"give --ranks {total} (or leave --ranks out)"
-    raise click.UsageError(f"--ranks {ranks} disagrees with {given}: {shape}; {fix}")
+    add up to the rank count (:func:`ccxml.driver.check_fit`)."""
+    from ccxml.cli.options import driven
+    from ccxml.driver.topology import check_fit as driver_check_fit
+    with driven():
+        driver_check_fit(topo, ranks, topology_of(topology_file, preset, nodes), schedule=schedule, given=given)
 
 
 # ---- ccxml topology show ------------------------------------------------------------------------
@@ -201,21 +158,6 @@ def describe_lines(topo) -> list[str]:
                          else f"{coll} unlimited")
         out.append(f"# busbw bounds (GB/s, from the cuts each collective must cross): {', '.join(parts)}")
     return out
-
-
-def exact_bound_lines(topo, coll, busbw: float | None = None) -> list[str]:
-    """``# ``-lines of the exact max-flow bound (AllGather, ReduceScatter, AllReduce on a network
-    topology; ccxml.topology.flow), with its cut and the route rule, and the share ``busbw`` reaches."""
-    net = getattr(topo, "network", None)
-    coll = getattr(coll, "value", coll)
-    if net is None or coll not in ("allgather", "reducescatter", "allreduce"):
-        return []
-    from ccxml.topology.flow import bound_lines, exact_bound
-    lines = bound_lines(topo.graph(), coll)
-    if busbw is not None and lines and "unavailable" not in lines[0]:
-        share = busbw / exact_bound(topo.graph(), coll).busbw * 100
-        lines[0] += f"; this schedule reaches {share:.1f}% of it"
-    return [f"# {ln}" for ln in lines]
 
 
 @topology.command("show")

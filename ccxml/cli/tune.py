@@ -6,7 +6,7 @@ import os
 import click
 
 from ccxml.cli.options import OUTPUT, SIZE
-from ccxml.cli.simulate import jobs_option, resolve_jobs
+from ccxml.cli.shared import jobs_option, refuse_free_model, resolve_jobs
 from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
 from ccxml.vocab.wire import PROFILES
 
@@ -109,7 +109,6 @@ def tune(ranks, topology_file, preset, nodes, gpu, colls, target, min_bytes, max
     if not 0 <= root < ranks:
         raise click.UsageError(f"--root {root} is out of range for {ranks} ranks (0..{ranks - 1})")
     check_fit(topo, ranks, topology_file=topology_file, preset=preset, nodes=nodes)
-    from ccxml.cli.simulate import refuse_free_model
     refuse_free_model(topo)
     for note in topo_notes:
         click.echo(f"note: {note}", err=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ccxml import driver
 from ccxml.frontend.chunk import Program
 from ccxml.ir.nodes import TB, Algo
 from ccxml.mscclang.chunks import Buffer, ThreadblockPolicy
@@ -33,7 +34,6 @@ from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import CollectiveError, MSCCLangError
 from ccxml.vocab.wire import CUSTOM_COLL, INPUT, OUTPUT, SCRATCH, Coll, profile
 from ccxml.vocab.wire import Buffer as WireBuffer
-from ccxml.writer.msccl import to_xml
 
 
 @dataclass
@@ -98,9 +98,9 @@ def lower_program(prog: Recorded, target: str, session: Session) -> Lowered:
         if why:
             session.note("tb-hints", f"{prog.name}: sendtb/recvtb not used: {why}; ccxml placed "
                                      f"the steps in one thread block per connection")
-    algo = cprog.compile(target, merge_rcs=bool(prog.instr_fusion))
+    algo = driver.compile(cprog, target, merge_rcs=bool(prog.instr_fusion))
     _note_splits(prog, algo, target, session)
-    text = to_xml(algo, target)
+    text = driver.export(algo, target)
     output = Output(prog.name, prog.num_ranks, coll.value if coll else CUSTOM_COLL, text,
                     sum(len(g.tbs) for g in algo.gpus),
                     sum(len(tb.steps) for g in algo.gpus for tb in g.tbs), algo.nchannels)

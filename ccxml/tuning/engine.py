@@ -112,19 +112,12 @@ class TuneResult:
 def build_text(algorithm: str, coll: str, cfg: TuneConfig, inplace: bool, min_bytes: int = 0,
                max_bytes: int = 0) -> str:
     """``algorithm``'s ``coll`` as MSCCL XML for ``cfg``'s target. Raises ValueError subclasses."""
-    from ccxml.algorithms import registry
-    from ccxml.frontend.algorithm import Options
-    from ccxml.writer.msccl import to_xml
+    from ccxml.driver import AlgorithmSpec, text
     c = Coll(coll)
-    algorithm, variant = registry.entry(algorithm)
-    alg = registry.get(algorithm)
-    kwargs = alg.topology_args(c, cfg.topology) if c in alg.builders else {}
-    kwargs.update(variant)
-    opts = Options(channels=cfg.channels, proto=Proto.SIMPLE, inplace=inplace,
-                   min_bytes=min_bytes, max_bytes=max_bytes)
-    prog = registry.build(algorithm, c, cfg.ranks, options=opts, root=cfg.root if c.rooted else None,
-                          **kwargs)
-    return to_xml(prog.compile(cfg.target), cfg.target)
+    opts = {"channels": cfg.channels, "proto": Proto.SIMPLE, "inplace": inplace, "min_bytes": min_bytes,
+            "max_bytes": max_bytes}
+    return text(AlgorithmSpec(algorithm, c, cfg.ranks, options=opts, topology=cfg.topology,
+                              root=cfg.root if c.rooted else None), cfg.target)
 
 
 def candidates(coll: str, cfg: TuneConfig) -> list[str]:
@@ -392,10 +385,10 @@ def tune(cfg: TuneConfig, on_step: Callable[[int, str | None], None] | None = No
     ``on_step(done, label)`` reports progress: before each (collective, form) with the number
     done so far and its label, and once at the end with ``(total, None)``. ``jobs`` > 1 builds,
     simulates and verifies the candidates of each step in that many worker processes
-    (:class:`ccxml.tuning.pool.Pool`); the result is the same as with ``jobs=1``. Raises
+    (:class:`ccxml.driver.pool.Pool`); the result is the same as with ``jobs=1``. Raises
     :class:`TuneError` when no file at all can be produced.
     """
-    from ccxml.tuning.pool import Pool
+    from ccxml.driver.pool import Pool
     with Pool(jobs) as pool:
         return _tune(cfg, on_step, pool)
 

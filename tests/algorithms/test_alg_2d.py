@@ -137,7 +137,7 @@ def test_bad_shapes_are_clear_errors(name):
     (["2d-ring", "--groups", "2,3"], "2d-ring needs servers of equal size"),
     (["2d-ring", "--groups", "2,0"], "group 1 has size 0"),
     (["2d-torus", "--ranks", "6", "--servers", "2", "--ranks-per-server", "4"], "--ranks 6 disagrees with --servers 2 --ranks-per-server 4: 2 groups of 4 ranks (8 in all); give --ranks 8"),
-    (["2d-torus", "--servers", "2", "--ranks-per-server", "2", "--groups", "2,2"], "give only one of"),
+    (["2d-torus", "--servers", "2", "--ranks-per-server", "2", "--groups", "2,2"], "give either --servers/--ranks-per-server or --groups, not both"),
     (["2d-torus", "--ranks", "4"], "2d-torus needs a topology"),
 ])
 def test_cli(tmp_path, args, message):

@@ -154,7 +154,7 @@ def test_simulated_time_is_within_the_doc_cost():
     issue shape, on the row's own two-level links: exchanges run both ways at once and phases
     overlap. (Small messages pay one α per chunk and per logic card instead. Equality is not
     expected: see the row's ``why`` in ccxml/simulator/formulas.py.)"""
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import simulate_schedule
     from ccxml.simulator.formulas import AHC_LEVELS, AHC_SHAPES, FORMULAS
     row = next(f for f in FORMULAS if f.algorithm == "ahc" and f.coll == "allreduce")

@@ -12,7 +12,7 @@ import pytest
 from test_alg_mesh import assert_verifies, generate, sweep_configurations
 
 from ccxml.algorithms import bidir_ring
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule
 from ccxml.loader.reader import loads
 from ccxml.simulator import simulate_schedule
 from ccxml.topology.model import Topology

@@ -14,7 +14,7 @@ from schedule_rounds import rounds
 from test_alg_mesh import assert_verifies, generate, sweep_configurations
 
 from ccxml.algorithms import build
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule
 from ccxml.frontend.algorithm import Options
 from ccxml.simulator import simulate_schedule
 from ccxml.tables import bruck

@@ -120,7 +120,7 @@ def test_busbw_at_least_95_percent_of_the_exact_bound(preset, nodes, coll):
 
 
 def check_share(preset, nodes, coll, share):
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import simulate_schedule
     from ccxml.topology.flow import exact_bound
     topo = load_preset(preset, nodes)
@@ -153,7 +153,7 @@ ALL = [("dgx-h100", n) for n in (1, 2, 4, 8)] + [("dgx-a100", 2), ("dgx-a100", 4
 @pytest.mark.parametrize("name, nodes", ALL, ids=[f"{a}x{n}" for a, n in ALL])
 @pytest.mark.parametrize("coll", ["allgather", "reducescatter", "allreduce"])
 def test_every_listed_topology_at_95_percent(name, nodes, coll):
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import simulate_schedule
     from ccxml.topology import load_topology
     from ccxml.topology.flow import exact_bound

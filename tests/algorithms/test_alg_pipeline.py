@@ -74,7 +74,7 @@ def test_slots_overlap(coll):
     """With equal intra and inter links a slot's transfers take one transfer time t each.
     Overlapped, S slots take about S·t (AllReduce 2S·t); with the intra part of a slot waiting
     for its inter part they would take (2S−1)·t (AllReduce twice that)."""
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import simulate_schedule
     level = LinkLevel(alpha=1e-6, beta=1e-10)
     halves = 2 if coll is Coll.ALLREDUCE else 1

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import pytest
 
-from ccxml.cli.generate import generate_text
+from ccxml.driver import generate_text
 from ccxml.interpreter import verify
 from ccxml.loader.reader import loads
 from ccxml.simulator import simulate

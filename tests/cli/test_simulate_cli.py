@@ -17,7 +17,7 @@ def run(*argv):
 
 
 def ring_xml(tmp_path, p=4, coll="allreduce", **attrs):
-    from ccxml.cli.generate import generate_text
+    from ccxml.driver import generate_text
     text, _ = generate_text("ring", coll, p)
     if attrs:
         extra = " ".join(f'{k}="{v}"' for k, v in attrs.items())
@@ -145,7 +145,7 @@ def test_file_options_must_agree_with_the_file(tmp_path):
 
 def test_sizes_outside_the_files_window_are_noted(tmp_path):
     pytest.importorskip("ccxml.loader.reader")
-    from ccxml.cli.generate import generate_text
+    from ccxml.driver import generate_text
     text, _ = generate_text("ring", "allreduce", 4, min_bytes=4096, max_bytes=65536)
     path = tmp_path / "w.xml"
     path.write_text(text)
@@ -282,7 +282,7 @@ def test_an_algorithm_is_simulated_as_built_for_each_size(tmp_path):
     a call moves there, like tune's windows), not the unbounded one that sends every chunk as a
     message of its own and pays one α per chunk. (AHC on groups 2 and 4 still cuts its unbounded
     file so; RHD, NHR and NB no longer do, tests/algorithms/test_log_rounds.py.)"""
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import simulate_schedule
     level = {"alpha": 1e-6, "beta": 1e-10, "gamma": 0.0}
     topo = Topology.from_groups([2, 4], intra=level, inter=level)

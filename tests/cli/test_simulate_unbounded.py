@@ -28,7 +28,7 @@ def test_simulate_times_a_schedule_the_limits_stop_and_says_so(small_exec):
     assert code == 0, err
     assert "needs" in out and "XML nodes" in out and "timed without the exec runtime's limits" in out
     # the same figure as the schedule built without limits and simulated directly
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import DEFAULT_TOPOLOGY, simulate_schedule
     sched = algorithm_schedule("ring", "allreduce", 8, target="unbounded", max_bytes=1 << 20)
     want = simulate_schedule(sched, 1 << 20, DEFAULT_TOPOLOGY).time_s
@@ -36,7 +36,7 @@ def test_simulate_times_a_schedule_the_limits_stop_and_says_so(small_exec):
 
 
 def test_without_the_fallback_the_limit_is_still_an_error(small_exec):
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.vocab.errors import LimitError
     with pytest.raises(LimitError, match="XML nodes"):
         algorithm_schedule("ring", "allreduce", 8, max_bytes=1 << 20)

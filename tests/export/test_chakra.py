@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("google.protobuf")
 
-from ccxml.cli.simulate import algorithm_schedule  # noqa: E402
+from ccxml.driver import algorithm_schedule  # noqa: E402
 from ccxml.export.chakra import PARTS, ExportError, export  # noqa: E402
 from ccxml.export.chakra.schema import (  # noqa: E402
     COMM_RECV_NODE,

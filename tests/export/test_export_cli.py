@@ -42,7 +42,7 @@ def test_chakra_from_a_file_writes_one_trace_per_rank(tmp_path):
 
 def test_chakra_from_an_algorithm_is_the_schedule_simulate_builds(tmp_path):
     pytest.importorskip("google.protobuf")
-    from ccxml.cli.simulate import algorithm_schedules
+    from ccxml.driver import algorithm_schedules
     from ccxml.export.chakra import export
     code, out, err = ccxml("export", "chakra", "rhd", "--ranks", "8", "--coll", "allreduce", "--bytes", "2M",
                            "-o", tmp_path / "rhd")
@@ -164,7 +164,7 @@ def test_the_docs_recipe_adds_a_format(tmp_path, monkeypatch):
                            "-o", tmp_path / "ring.csv")
     assert code == 0, err
     rows = (tmp_path / "ring.csv").read_text().splitlines()
-    from ccxml.cli.simulate import algorithm_schedules
+    from ccxml.driver import algorithm_schedules
     s = algorithm_schedules("ring", "allreduce", 4, [1 << 20])[0]
     assert rows[0] == "rank,tb,step,type,send,recv,cnt"
     assert len(rows) == 1 + s.nsteps

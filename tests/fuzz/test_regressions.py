@@ -211,12 +211,13 @@ def test_a_free_cost_model_is_an_error_not_a_division_by_zero():
 def test_select_ranks_only_verified_schedules_with_a_time(monkeypatch):
     """A plugin's schedule that fails verification (here: every schedule named 'star' is made
     to fail) is listed as unavailable, never ranked; a 0-second result is never first."""
-    import ccxml.cli.simulate as sim
-    real = sim.verification_failure
-    monkeypatch.setattr(sim, "verification_failure",
+    import ccxml.driver.source as source
+    from ccxml.driver import rank_algorithms
+    real = source.verification_failure
+    monkeypatch.setattr(source, "verification_failure",
                         lambda s, target="exec": "wrong-contribution: planted" if s.name.startswith("star")
                         else real(s, target))
-    ranked, skipped, _, _ = sim.rank_algorithms("broadcast", 4, 1 << 20, _flat(), jobs=1)
+    ranked, skipped, _, _ = rank_algorithms("broadcast", 4, 1 << 20, _flat(), jobs=1)
     assert ranked and all(not name.startswith("star") for name, _ in ranked)
     assert any(name.startswith("star") and "fails verification" in why for name, why in skipped)
     assert all(r.time_s > 0 for _, r in ranked[:1])

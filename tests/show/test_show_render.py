@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from show_pages import HOSTILE_BUF, HOSTILE_NAME, small_xml
 
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule
 from ccxml.loader.reader import loads
 from ccxml.show import build_view, render_html, render_svg
 from ccxml.show.html import page_data

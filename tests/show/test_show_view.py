@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from show_pages import RCS, RCS_DEP, RCS_PEERS, small_xml
 
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule
 from ccxml.loader.reader import loads
 from ccxml.show.view import LINK_BINS, bin_utilization, build_view, category, time_tick
 from ccxml.simulator import simulate

@@ -28,12 +28,12 @@ PRESETS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "ccxml" 
 
 
 def _topo(preset, nodes):
-    from ccxml.cli.topology import resolve
-    return resolve(None, preset, nodes, None)[0]
+    from ccxml.driver import TopologyOptions, resolve_topology
+    return resolve_topology(TopologyOptions(preset=preset, nodes=nodes))[0]
 
 
 def _build(name, coll, topo, nbytes):
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     return algorithm_schedule(name, coll, topo.nranks, topology=topo, max_bytes=nbytes)
 
 

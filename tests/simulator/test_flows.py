@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from flow_runs import drive
 
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule
 from ccxml.simulator import simulate_schedule
 from ccxml.simulator.flows import FlowNetwork, maxmin_rates
 from ccxml.simulator.formulas import lookup

@@ -8,7 +8,7 @@ import json
 import pytest
 from in_process import ccxml
 
-from ccxml.cli.simulate import algorithm_schedule
+from ccxml.driver import algorithm_schedule
 from ccxml.simulator import busbw_bound, simulate_schedule
 from ccxml.topology import Topology, load_preset
 from ccxml.topology.bounds import cut_bytes, lower_bound

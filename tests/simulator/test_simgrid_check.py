@@ -35,7 +35,7 @@ def test_ccxml_is_within_10_percent_of_simgrid_on_dgx_h100_x4(alg, coll):
 def test_the_serial_proxy_reading_is_what_simgrid_does_not_model():
     """The check can fail: read as a serial proxy (11.3 µs per message, one at a time, in the NIC
     port), flat Mesh AllToAll at 64 KiB is many times SimGrid's pure-latency time."""
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import simulate_schedule
     from ccxml.topology import Topology, load_preset
     topo = load_preset("dgx-h100", 4)

@@ -47,7 +47,7 @@ def generated(algorithm: str, coll: str, p: int, root: int | None):
     move one chunk only, so the Chunk API cuts every transfer into one-chunk messages (one α
     each) to keep links from wedging; at a known size a call moves many chunks."""
     from ccxml.algorithms import build, registry
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     name, variant = registry.entry(algorithm)         # NAME or NAME:VARIANT
     n = message_bytes(build(name, coll, p, root=root, **variant).algo.nchunksperloop, coll, p)
     runtime_bytes = int(n / (p if coll in ("gather", "scatter") else 1))   # nBytes, runtime §6
@@ -125,7 +125,7 @@ def test_recorded_deviations_from_the_doc_formula(row: Row):
 
 @functools.lru_cache(maxsize=None)
 def generated_on(algorithm: str, coll: str, groups: tuple[int, ...], levels, max_bytes: int = 0):
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     topo = Topology.from_groups(groups, intra=levels[0], inter=levels[1])
     target = "exec" if coll == "alltoall" else "legacy"
     return algorithm_schedule(algorithm, coll, sum(groups), topology=topo, target=target,

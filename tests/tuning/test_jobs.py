@@ -9,7 +9,7 @@ import os
 import pytest
 from in_process import ccxml
 
-from ccxml.tuning.pool import Pool, default_jobs, run_all
+from ccxml.driver.pool import Pool, default_jobs, run_all
 
 
 def _square_or_fail(x):

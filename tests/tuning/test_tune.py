@@ -137,7 +137,7 @@ def ring_rhd(tmp_path_factory):
 
 
 def test_each_window_is_served_by_the_simulated_fastest(ring_rhd):
-    from ccxml.cli.simulate import algorithm_schedule
+    from ccxml.driver import algorithm_schedule
     from ccxml.simulator import DEFAULT_TOPOLOGY, simulate_schedule
     files = headers(ring_rhd)
     doc = json.loads((ring_rhd.parent / "algos.manifest.json").read_text())
