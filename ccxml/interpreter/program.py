@@ -509,6 +509,21 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
         else:
             w |= written
 
+    tracked, bit, ntracked = _track_shared(prog, touched_by_gpu, touched_of, written_by_gpu, bulk,
+                                           src_loc, dst_loc)
+    prog.buffers, prog.layout, prog.input_bits = buffers, layout, input_bits
+    prog.src_loc, prog.dst_loc, prog.dkind, prog.nloc = src_loc, dst_loc, dkind, nloc
+    prog.tracked, prog.bit = tracked, bit
+    prog.ntracked, prog.inplace, prog.collective = ntracked, inplace, collective
+    prog.gpu_pos = {r: i for i, r in enumerate(prog.gpu_ids)}
+    return findings
+
+
+def _track_shared(prog: Program, touched_by_gpu: dict, touched_of: dict, written_by_gpu: dict, bulk: set,
+                  src_loc: list, dst_loc: list) -> tuple[dict, dict, int]:
+    """(tracked, bit, ntracked) for :func:`place`: the instructions that access a location two
+    TBs of one GPU touch and some TB writes, with their accesses there (race candidates)."""
+    K, CN, SO, fused = prog.kind, prog.cnt, prog.srcoff, prog.fused
     # shared locations: touched by two TBs of one gpu and written by some TB
     shared: set = set()
     for gpu, lst in touched_by_gpu.items():
@@ -554,13 +569,7 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
                     tracked[g] = tuple(tr)
                     bit[g] = 1 << ntracked
                     ntracked += 1
-
-    prog.buffers, prog.layout, prog.input_bits = buffers, layout, input_bits
-    prog.src_loc, prog.dst_loc, prog.dkind, prog.nloc = src_loc, dst_loc, dkind, nloc
-    prog.tracked, prog.bit = tracked, bit
-    prog.ntracked, prog.inplace, prog.collective = ntracked, inplace, collective
-    prog.gpu_pos = {r: i for i, r in enumerate(prog.gpu_ids)}
-    return findings
+    return tracked, bit, ntracked
 
 
 def _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touched, written) -> bool:
