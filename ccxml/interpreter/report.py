@@ -52,7 +52,7 @@ class Report:
         index = {id(f): i for i, f in enumerate(self.findings)}
         kids: dict[int, list] = {}
         for k, r in sorted(self.caused_by.items()):
-            if id(self.findings[r]) in pick:
+            if id(self.findings[r]) in pick and id(self.findings[k]) in pick:
                 kids.setdefault(r, []).append(self.findings[k])
         out = []
         for f in chosen:
