@@ -13,6 +13,8 @@ loader rules   FastChecker (column proofs per TB) and      ExactChecker (loader/
                table_clean (loader/rules_fast)             by step
 interpreter    lower_table/place_table (interpreter/       lower/place (interpreter/program),
                table), prove (interpreter/levels)          run/replay (interpreter/execute)
+               lower_plain: plain TBs in bulk              lower: step by step (lower_tb)
+               (interpreter/plain)
 simulator      FlowNetwork: component refill with a heap   FlowNetwork(exact_twin=True):
                (simulator/flows)                           maxmin_rates over every flow
 passes         compiled (Cython) modules                   the same modules as Python (CCXML_PURE=1)
@@ -48,13 +50,15 @@ from handbuilt import algo, inplace_ring_allgather, tbs
 import ccxml.interpreter as interp
 from ccxml.algorithms import get, ring
 from ccxml.driver import algorithm_schedule, generate_text
+from ccxml.interpreter.plain import lower_plain
+from ccxml.interpreter.program import lower
 from ccxml.loader.reader import loads
 from ccxml.loader.rules_exact import ExactChecker
 from ccxml.loader.rules_fast import FastChecker, runtime_clean, safety_clean, table_clean
 from ccxml.simulator import simulate_schedule
 from ccxml.simulator.flows import FlowNetwork
 from ccxml.topology import load_preset
-from ccxml.vocab.errors import LoadError
+from ccxml.vocab.errors import LoadError, NotExecutable
 from ccxml.vocab.wire import Coll
 
 TARGETS = ("exec", "rccl", "legacy")
@@ -290,7 +294,20 @@ def check_rules(schedule, target: str) -> bool:
 
 def report_key(rep) -> tuple:
     stats = {k: v for k, v in rep.stats.items() if k not in ("load_s", "time_s", "steps_per_s")}
-    return findings_key(rep.findings), stats, rep.n_loader
+    return findings_key(rep.findings), stats, rep.n_loader, rep.caused_by
+
+
+def program_key(schedule, lowering) -> tuple | None:
+    """The Program ``lowering`` makes: columns, TBs and links (None: the file is not executable)."""
+    try:
+        prog = lowering(schedule)
+    except NotExecutable:
+        return None
+    cols = ("kind", "s", "line", "cnt", "calls", "op", "pub", "deps", "srcbuf", "srcoff", "dstbuf",
+            "dstoff", "tb_of", "fused", "findings", "nsteps", "cap", "max_allowed", "tb_index")
+    return (tuple(getattr(prog, c) for c in cols), [(tb.gpu, tb.id, tb.start, tb.end, tb.out_link, tb.in_link)
+                                                   for tb in prog.tbs],
+            [(ln.src, ln.dst, ln.chan, ln.senders, ln.receivers) for ln in prog.links])
 
 
 # ---- loader, loader rules and interpreter on the shared inputs --------------------------------------
@@ -313,6 +330,7 @@ def test_fast_parts_agree_with_their_exact_twins(source: Input):
                     assert lines[st.line - 1].lstrip().startswith(f'<step s="{st.s}" type="{st.type}"')
     for target in TARGETS:
         check_rules(fast, target)
+    assert program_key(exact, lower_plain) == program_key(exact, lower), "interpreter: lower_plain != lower"
     got = interp.verify(fast, target=source.target)
     want = interp.verify(exact, target=source.target, fast=False)
     assert report_key(got) == report_key(want), "interpreter: fast and exact reports differ"

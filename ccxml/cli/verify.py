@@ -4,7 +4,8 @@ One line per file (``PASS path (stats)`` or ``FAIL path: first reason``; ``CHECK
 when there is no postcondition to prove, e.g. an alltoallv without ``--counts``: loader rules,
 deadlocks and races checked, the output not; ``--strict`` fails it); exit 0 if all pass,
 1 if any fails, 2 for unusable input (a file that cannot be read or parsed, bad options).
-``--json`` prints the full reports instead; ``--strict`` fails a file on warnings too;
+``--json`` prints the full reports instead; ``--findings`` lists every finding under the file's
+line, the consequences of a defect indented under it (docs/findings.md); ``--strict`` fails a file on warnings too;
 ``--junit OUT.xml`` also writes the verdicts as a JUnit report (written whole or not at all,
 also when an unusable file stops the run).
 """
@@ -46,8 +47,10 @@ def _load_counts(path: str):
 @click.option("--junit", "junit_path", type=OUTPUT, default=None,
               help="Also write a JUnit XML report to this file: one test case per file, for CI dashboards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full reports as JSON.")
+@click.option("--findings", "show_findings", is_flag=True,
+              help="Under each file's line, print its findings: a defect once, what it causes indented under it.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def verify(files, target, coll, root, inplace, counts_path, strict, junit_path, as_json, quiet):
+def verify(files, target, coll, root, inplace, counts_path, strict, junit_path, as_json, show_findings, quiet):
     """Load and prove MSCCL XML FILES: deadlocks, races, postconditions, loader rules."""
     from ccxml.interpreter import verify as run_verify
     from ccxml.interpreter.junit import Unusable
@@ -75,10 +78,13 @@ def verify(files, target, coll, root, inplace, counts_path, strict, junit_path, 
                     bar.echo(f"PASS {path} ({rep.summary()})")
                 else:
                     how = "" if fails[0].severity == "error" else " [a warning; --strict fails it]"
-                    if _passes_as_legacy(run_verify, rep, target, fails, coll=coll, root=root,
+                    if _passes_as_legacy(run_verify, rep, target, fails, strict, coll=coll, root=root,
                                          inplace=inplace, counts=counts):
                         how += "; passes with --target legacy"
                     bar.echo(f"FAIL {path}: {fails[0]}{how}")
+                if show_findings:
+                    for line in rep.tree():
+                        bar.echo("  " + line)
             bar.update(1)
     if junit_path:
         _write_junit(junit_path, results, strict, target)
@@ -99,7 +105,7 @@ def tally(results, strict: bool) -> str:
     return (f"{passed} passed, {len(results) - passed} failed, {warned} warning{'s' if warned != 1 else ''}")
 
 
-def _passes_as_legacy(run_verify, rep, target: str, fails, **options) -> bool:
+def _passes_as_legacy(run_verify, rep, target: str, fails, strict: bool, **options) -> bool:
     """Whether a file that fails ``target``'s loader rules only passes for ``legacy``: a file written
     for the legacy msccl-tools runtime lacks attributes the exec target's loader requires (the fix:
     --target legacy, or regenerating it). A file that fails the interpreter is not tried again."""
@@ -110,7 +116,7 @@ def _passes_as_legacy(run_verify, rep, target: str, fails, **options) -> bool:
         again = run_verify(rep.path, target="legacy", **options)
     except (OSError, ValueError):
         return False
-    return again.passes(False)
+    return again.passes(strict)
 
 
 def _verify_one(run_verify, path: str, **options):

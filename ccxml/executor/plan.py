@@ -14,14 +14,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ccxml.interpreter.program import K_NONE, KIND_NAME, Program, lower, place
+from ccxml.interpreter.plain import lower_plain
+from ccxml.interpreter.program import K_NONE, KIND_NAME, Program, place
 from ccxml.loader.model import Schedule
+from ccxml.loader.rules import check as loader_check
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.findings import Finding
 
-#: static findings that leave a rank nothing sensible to execute: a step on a peer that does not
-#: exist, or an access outside its buffer (the GPU would read or write foreign memory)
-UNRUNNABLE = frozenset({"no-peer", "bad-peer", "out-of-bounds"})
+#: findings that leave a rank nothing sensible to execute: a step on a peer that does not exist
+#: (the loader's peer rules; a rank with no <gpu> element), or an access outside its buffer in
+#: the call form (the GPU would read or write foreign memory)
+UNRUNNABLE = frozenset({"step-without-peer", "peer-out-of-range", "peer-is-self", "peer-invalid",
+                        "gpu-missing", "out-of-bounds"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +76,9 @@ def lower_for_run(schedule: Schedule, collective: Collective, inplace: bool,
     that make it unrunnable for any rank: :data:`UNRUNNABLE`, and ``bad-channel`` for a TB with
     a peer whose channel is not a message tag in 0..``max_tag`` (messages carry it as their
     tag). Raises NotExecutable."""
-    prog = lower(schedule)
+    prog = lower_plain(schedule)
     placed = place(prog, collective, inplace)
-    bad = [f for f in (*prog.findings, *placed) if f.code in UNRUNNABLE]
+    bad = [f for f in (*loader_check(schedule, "exec"), *placed) if f.code in UNRUNNABLE]
     bad.extend(Finding("bad-channel", f"chan {tb.chan} is not in 0..{max_tag}", gpu=tb.gpu, tb=tb.id,
                        line=tb.line or None)
                for tb in prog.tbs if (tb.send >= 0 or tb.recv >= 0) and not 0 <= tb.chan <= max_tag)

@@ -8,12 +8,17 @@ the file declares (in-place and/or out-of-place) and reports:
   as the cycle of TBs and what each waits for;
 * data races (``race``), exact with respect to the happens-before relation;
 * postcondition failures (``missing-contribution``, ``wrong-contribution``, ``double-count``,
-  ``unwritten-output``), uninitialised reads, leftover messages, static link and dependency
-  problems (``cnt-mismatch``, ``unmatched-link``, ``shared-connection``, ``dep-never-published``,
-  ``out-of-bounds``, ...).
+  ``unwritten-output``), uninitialised reads, leftover messages, accesses outside the call
+  form's buffers (``out-of-bounds``).
 
-Modules: :mod:`.program` lowers the schedule, :mod:`.execute` runs it, :mod:`.postcondition`
-checks the result, :mod:`.report` holds the result type. Their fast twins, tried first:
+Static rules (peers, links, dependencies, declared offsets) are the loader's alone
+(:mod:`ccxml.loader.catalogue`): the interpreter takes the loader's findings as they are and adds
+what only execution shows; an execution finding that a static defect causes is grouped under it
+(:mod:`.causes`, ``Report.caused_by``). Every code is in docs/findings.md.
+
+Modules: :mod:`.program` lowers the schedule (:mod:`.plain`: its fast twin for plain TBs),
+:mod:`.execute` runs it, :mod:`.postcondition` checks the result, :mod:`.causes` groups the
+consequences of a defect under it, :mod:`.report` holds the result type. Their fast twins, tried first:
 :mod:`.table` lowers from the loader's numpy step table (twin of :mod:`.program`) and
 :mod:`.levels` proves a clean schedule level by level (twin of :mod:`.execute`); either returns
 None when it cannot answer, and the exact modules run (tests/test_twins.py checks they agree).
@@ -24,8 +29,10 @@ import gc
 import os
 import time
 
+from ccxml.interpreter.causes import group
 from ccxml.interpreter.execute import UNBOUNDED, deadlock_findings, leftover_finding, replay, run
 from ccxml.interpreter.levels import prove
+from ccxml.interpreter.plain import lower_plain
 from ccxml.interpreter.postcondition import check as check_postcondition
 from ccxml.interpreter.program import NotExecutable, lower, place
 from ccxml.interpreter.report import Report
@@ -37,9 +44,10 @@ from ccxml.vocab.wire import Coll
 
 __all__ = ["verify", "Report", "SCHEDULE_CODES"]
 
-#: codes of the schedule-level problems INDEX.md's ``sched`` column names
-SCHEDULE_CODES = {"deadlock": "dl", "deadlock-fifo": "dl-fifo", "shared-connection": "shared-connection",
-                  "unmatched-link": "unmatched-link"}
+#: codes of the schedule-level problems INDEX.md's ``sched`` column names (the link rules are
+#: the loader's)
+SCHEDULE_CODES = {"deadlock": "dl", "deadlock-fifo": "dl-fifo", "two-tbs-one-connection": "shared-connection",
+                  "link-undeclared": "unmatched-link", "link-cnt-mismatch": "unmatched-link"}
 
 _COLL_ALIASES = {"reduce_scatter": Coll.REDUCESCATTER}
 
@@ -147,7 +155,7 @@ def _verify(source, target, coll, root, inplace, counts, fast) -> Report:
     per_form = _verify_table(schedule, collective, forms, stats) if fast else None
     if per_form is None:
         try:
-            prog = lower(schedule)
+            prog = (lower_plain if fast else lower)(schedule)
         except NotExecutable as e:
             prog = None
             findings.append(Finding("not-executable", f"{e}; the interpreter cannot run this file"))
@@ -157,7 +165,7 @@ def _verify(source, target, coll, root, inplace, counts, fast) -> Report:
     for label, found in per_form:
         prefix = f"[{label}] " if len(forms) > 1 else ""
         for f in found:
-            if f.code not in _STATIC and prefix:
+            if prefix:
                 f = Finding(f.code, prefix + f.message, f.gpu, f.tb, f.step, f.line, f.severity)
             key = (f.code, f.message, f.gpu, f.tb, f.step)
             if key not in seen:
@@ -167,11 +175,8 @@ def _verify(source, target, coll, root, inplace, counts, fast) -> Report:
     stats["load_s"] = round(t_load, 4)
     stats["time_s"] = round(elapsed, 4)
     stats["steps_per_s"] = int(schedule.nsteps / elapsed) if elapsed > 0 else 0
-    return Report(path=schedule.path, findings=findings, stats=stats, n_loader=len(loader))
-
-
-_STATIC = {"shared-connection", "unmatched-link", "cnt-mismatch", "dep-never-published", "dep-late-release",
-           "bad-dependency", "no-peer", "bad-peer", "dangling-nop", "not-executable"}
+    return Report(path=schedule.path, findings=findings, stats=stats, n_loader=len(loader),
+                  caused_by=group(findings, len(loader), schedule))
 
 
 def _label(form: bool) -> str:

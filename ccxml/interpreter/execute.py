@@ -10,9 +10,9 @@ Semantics (msccl-runtime.md §4, §8, §9):
   blocks while the link holds ``cap`` pending calls (2 Simple, 8 LL/LL128); ``rcs``/``rrs``/
   ``rrcs`` receive and forward call by call;
 * values are symbolic: a chunk holds the set of input contributions (rank, input chunk) it is the
-  reduction of (see :class:`Values`); a reduction of two values sharing a contribution is a double
-  count. ``None`` is memory nobody wrote; once read it travels as the ``UNINIT`` flag so that it
-  is reported once, where it is read.
+  reduction of (see :class:`~ccxml.interpreter.values.Values`); a reduction of two values sharing
+  a contribution is a double count. ``None`` is memory nobody wrote; once read it travels as the
+  ``UNINIT`` flag so that it is reported once, where it is read.
 
 Execution has two phases. :func:`run` plays the control flow only (program order, dependency
 flags, link FIFOs with or without the bound) and records the order in which instructions take
@@ -62,134 +62,10 @@ from ccxml.interpreter.program import (
     Program,
     dep_sources,
 )
+from ccxml.interpreter.values import Reporter, Values
 from ccxml.vocab.findings import Finding
 
 UNBOUNDED = 1 << 62
-
-
-class _Reporter:
-    """Collects findings, at most ``limit`` per code (the rest are counted)."""
-
-    def __init__(self, limit: int = 20):
-        self.limit = limit
-        self.findings: list[Finding] = []
-        self.counts: dict[str, int] = {}
-
-    def add(self, f: Finding) -> None:
-        n = self.counts.get(f.code, 0)
-        self.counts[f.code] = n + 1
-        if n < self.limit:
-            self.findings.append(f)
-
-    def skip(self, code: str) -> bool:
-        """Count one finding of ``code`` without building it, if ``limit`` of them are kept
-        already (True); else False, and the caller adds it. Describing a finding costs far
-        more than finding it: a file with a million wrong chunks describes only 20."""
-        n = self.counts.get(code, 0)
-        if n < self.limit:
-            return False
-        self.counts[code] = n + 1
-        return True
-
-
-class Values:
-    """Encoding of symbolic chunk values as Python ints (cheap to copy, compare and combine).
-
-    A value is a set of contributions (gpu position p, input chunk index j) plus two flags,
-    ``UNINIT`` (unwritten memory was read) and ``DUP`` (a contribution was reduced twice).
-    With G GPUs in the file:
-
-    * *simple* form, when every contribution has the same index j (what every correct schedule
-      produces): ``j << (G + 2) | flags << G | rank mask`` — a non-negative int; reducing two
-      simple values with the same j is a bitwise OR and a double count is a non-zero AND of the
-      rank masks;
-    * *mixed* form otherwise: ``-(1 + (flags | Σ 1 << (2 + j·G + p)))`` — negative.
-
-    The form is canonical (mixed only with two or more indices; no contribution means index 0),
-    so two values are equal iff their ints are.
-    """
-
-    def __init__(self, prog: Program):
-        self.prog = prog
-        self.G = G = max(len(prog.gpu_ids), 1)
-        self.RM = (1 << G) - 1
-        self.UNINIT = 1 << G
-        self.DUP = 1 << (G + 1)
-        self.FLAGS = self.UNINIT | self.DUP
-        self.SH = G + 2
-        self.LIM = 1 << self.SH
-
-    def simple(self, j: int, mask: int) -> int:
-        return (j << self.SH) | mask if mask else 0
-
-    def decode(self, v: int) -> tuple[int, dict]:
-        """(flags as 0..3, {index: rank mask})."""
-        if v >= 0:
-            m = v & self.RM
-            return (v >> self.G) & 3, ({v >> self.SH: m} if m else {})
-        x = -v - 1
-        flags = x & 3
-        x >>= 2
-        G, out = self.G, {}
-        while x:
-            low = x & -x
-            k = low.bit_length() - 1
-            x ^= low
-            j, p = divmod(k, G)
-            out[j] = out.get(j, 0) | (1 << p)
-        return flags, out
-
-    def encode(self, flags: int, d: dict) -> int:
-        d = {j: m for j, m in d.items() if m}
-        if len(d) <= 1:
-            j, m = next(iter(d.items())) if d else (0, 0)
-            return (j << self.SH) | (flags << self.G) | m
-        x = 0
-        G = self.G
-        for j, m in d.items():
-            while m:
-                low = m & -m
-                x |= 1 << (j * G + low.bit_length() - 1)
-                m ^= low
-        return -(1 + (flags | (x << 2)))
-
-    def pairs(self, v: int) -> list[tuple[int, int]]:
-        """Contributions of ``v`` as sorted (gpu position, chunk) pairs."""
-        _, d = self.decode(v)
-        out = []
-        for j, m in d.items():
-            while m:
-                low = m & -m
-                out.append((low.bit_length() - 1, j))
-                m ^= low
-        out.sort()
-        return out
-
-    def combine(self, x: int, y: int) -> tuple[int, list]:
-        """(x ⊕ y without the DUP marking, contributions present in both)."""
-        fx, dx = self.decode(x)
-        fy, dy = self.decode(y)
-        both = []
-        for j, m in dy.items():
-            c = dx.get(j, 0) & m
-            while c:
-                low = c & -c
-                both.append((low.bit_length() - 1, j))
-                c ^= low
-            dx[j] = dx.get(j, 0) | m
-        both.sort()
-        return self.encode(fx | fy, dx), both
-
-    def describe_pairs(self, pairs: list, limit: int = 8) -> str:
-        ids = self.prog.gpu_ids
-        out = [f"({ids[p]},{j})" for p, j in pairs[:limit]]
-        if len(pairs) > limit:
-            out.append(f"... {len(pairs)} in all")
-        return "{" + ", ".join(out) + "}" if out else "{}"
-
-    def describe(self, v: int, limit: int = 8) -> str:
-        """Human list of the contributions in ``v``: ``{(rank 0, chunk 3), ...}``."""
-        return self.describe_pairs(self.pairs(v), limit)
 
 
 @dataclass
@@ -230,15 +106,12 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
     memo = prog.control.get(cap)
     if memo is not None:
         return memo
-    tbs = prog.tbs
-    ntb = len(tbs)
-    nlinks = len(prog.links)
+    tbs, ntb, nlinks = prog.tbs, len(prog.tbs), len(prog.links)
     OP, CALLS, PUB, DEPS = prog.op, prog.calls, prog.pub, prog.deps
     src_of = [-1] * len(OP)
     order: list[int] = []
     record = order.append
-    pc = [tb.start for tb in tbs]
-    ends = [tb.end for tb in tbs]
+    pc, ends = [tb.start for tb in tbs], [tb.end for tb in tbs]
     cdone = [-1] * ntb           # calls done of the current instruction, -1: deps not yet met
     pub = [-1] * ntb
     dep_waiters: list[list[int]] = [[] for _ in range(ntb)]
@@ -248,10 +121,8 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
     lsw = [-1] * nlinks          # tb blocked sending on the link
     in_ready = [True] * ntb
     ready = list(range(ntb - 1, -1, -1))
-    out_link = [tb.out_link for tb in tbs]
-    in_link = [tb.in_link for tb in tbs]
-    pop = ready.pop
-    push = ready.append
+    out_link, in_link = [tb.out_link for tb in tbs], [tb.in_link for tb in tbs]
+    pop, push = ready.pop, ready.append
     while ready:
         t = pop()
         in_ready[t] = False
@@ -336,31 +207,37 @@ def run(prog: Program, cap: int = UNBOUNDED) -> Control:
 
     completed = all(pc[t] == ends[t] for t in range(ntb))
     leftover = [(k, len(lq[k])) for k in range(nlinks) if lq[k]] if completed else []
-    why: dict[int, tuple] = {}
-    if not completed:
-        # every unfinished TB still waits for what stopped it (any change to that would have
-        # woken it), so its reason is read off the final state in the loop's order
-        for t in range(ntb):
-            g = pc[t]
-            if g == ends[t]:
-                continue
-            reason = None
-            if cdone[t] < 0 and DEPS[g] is not None:
-                for x, k in DEPS[g]:
-                    if x < 0 or pub[x] < k:
-                        reason = ("dep", x, k)
-                        break
-            if reason is None:
-                op, cd, li, lo = OP[g], max(cdone[t], 0), in_link[t], out_link[t]
-                if op & 2 and (lpend[li] <= 0 or (cd == 0 and not lq[li])):
-                    reason = ("recv", li)
-                else:
-                    reason = ("send", lo)
-            why[t] = reason
+    why = {} if completed else _blocked(prog, pc, cdone, pub, lpend, lq)
     res = Control(completed=completed, cap=cap, order=order, src_of=src_of,
                   blocked=why, pcs=pc, leftover=leftover)
     prog.control[cap] = res
     return res
+
+
+def _blocked(prog: Program, pc: list, cdone: list, pub: list, lpend: list, lq: list) -> dict:
+    """global tb -> what it waits for (("dep", x, k), ("recv", link) or ("send", link)), for
+    every TB the control run left unfinished. Each still waits for what stopped it (any change
+    to that would have woken it), so its reason is read off the final state in the loop's order."""
+    OP, DEPS = prog.op, prog.deps
+    why: dict[int, tuple] = {}
+    for t, tb in enumerate(prog.tbs):
+        g = pc[t]
+        if g == tb.end:
+            continue
+        reason = None
+        if cdone[t] < 0 and DEPS[g] is not None:
+            for x, k in DEPS[g]:
+                if x < 0 or pub[x] < k:
+                    reason = ("dep", x, k)
+                    break
+        if reason is None:
+            op, cd, li = OP[g], max(cdone[t], 0), tb.in_link
+            if op & 2 and (lpend[li] <= 0 or (cd == 0 and not lq[li])):
+                reason = ("recv", li)
+            else:
+                reason = ("send", tb.out_link)
+        why[t] = reason
+    return why
 
 
 def execute(prog: Program, cap: int = UNBOUNDED, data: bool = True) -> ExecResult:
@@ -420,7 +297,7 @@ class _Races:
     __slots__ = ("prog", "rep", "tracked", "bit", "tb_of", "dsrc", "sends", "tflag", "clock",
                  "msgclk", "pubclk", "lastw", "reads", "reported")
 
-    def __init__(self, prog: Program, rep: _Reporter):
+    def __init__(self, prog: Program, rep: Reporter):
         self.prog, self.rep = prog, rep
         self.tracked, self.bit, self.tb_of = prog.tracked, prog.bit, prog.tb_of
         self.dsrc = dsrc = dep_sources(prog)
@@ -525,7 +402,7 @@ class _Replay:
 
     def __init__(self, prog: Program, ctl: Control):
         self.prog, self.ctl = prog, ctl
-        self.rep = _Reporter()
+        self.rep = Reporter()
         self.V = V = Values(prog)
         self.UNINIT, self.DUP, self.RM, self.SH, self.LIM = V.UNINIT, V.DUP, V.RM, V.SH, V.LIM
         self.K, self.CN, self.DST = prog.kind, prog.cnt, prog.dst_loc

@@ -46,10 +46,10 @@ def junit_xml(results: list, *, strict: bool = False, target: str = "exec", suit
             if fails:
                 failures += 1
                 el = etree.SubElement(case, "failure", message=_text(str(fails[0])), type=fails[0].code)
-                el.text = _text("\n".join(_line(f) for f in fails))
+                el.text = _text("\n".join(res.tree(fails)))
             failed = set(map(id, fails))
             rest = [f for f in res.findings if id(f) not in failed]
-            out = [f"{res.summary()}"] + [_line(f) for f in rest]
+            out = [f"{res.summary()}"] + res.tree(rest)
             etree.SubElement(case, "system-out").text = _text("\n".join(out))
         cases.append(case)
     attrs = {"name": suite, "tests": str(len(cases)), "failures": str(failures), "errors": str(errors),
@@ -62,10 +62,6 @@ def junit_xml(results: list, *, strict: bool = False, target: str = "exec", suit
     ts.extend(cases)
     etree.indent(root, space="  ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + etree.tostring(root, encoding="unicode") + "\n"
-
-
-def _line(f) -> str:
-    return f"{f.severity}: {f}"
 
 
 def _text(s: str) -> str:

@@ -7,7 +7,7 @@ its dependencies (:func:`~ccxml.interpreter.program.dep_sources`) and, with boun
 receive that frees room for it (the m-th send on a link needs the (m - cap)-th receive). Nodes
 are grouped by level (longest path from a source, computed with numpy), and each level's data
 actions run, kind by kind, as array operations on the simple form of the exact replay's
-symbolic values (:class:`~ccxml.interpreter.execute.Values`), split in two: the chunk index
+symbolic values (:class:`~ccxml.interpreter.values.Values`), split in two: the chunk index
 (numpy ints) and the rank mask (Python ints in an object array; a reduction is one OR, a
 double count a non-zero AND).
 
@@ -41,7 +41,7 @@ from bisect import bisect_right
 
 import numpy as np
 
-from ccxml.interpreter.execute import ExecResult, Values, input_ranges
+from ccxml.interpreter.execute import ExecResult, input_ranges
 from ccxml.interpreter.program import (
     IS_READ,
     IS_WRITE,
@@ -56,6 +56,7 @@ from ccxml.interpreter.program import (
     Program,
     dep_sources,
 )
+from ccxml.interpreter.values import Values
 
 #: nodes a race proof may visit, per instruction of the program (then the exact engine runs)
 SEARCH_BUDGET_PER_NODE = 0.5
@@ -96,6 +97,8 @@ def _small_int(n: int):
 
 
 def _build_graph(prog: Program) -> _Graph | None:
+    """The happens-before graph of ``prog`` (program order, messages, link room, dependencies)
+    cut into levels; None when the schedule is not of the shape this proof takes."""
     N = prog.ninstr
     A = prog.arrays
     if N == 0 or prog.fused or (A["calls_max"] if A is not None else max(prog.calls)) > 1:
@@ -114,39 +117,10 @@ def _build_graph(prog: Program) -> _Graph | None:
     op = A["op"] if A is not None else np.array(prog.op, dtype=np.int8)
 
     # ---- messages: the k-th receive on a link gets the k-th send -----------------------------
-    nlinks = len(prog.links)
-    out_link = np.fromiter((tb.out_link for tb in tbs), np.int64, ntb)
-    in_link = np.fromiter((tb.in_link for tb in tbs), np.int64, ntb)
-    if A is not None and A["calls_max"] == 1:
-        # every send/receive step is one call: the table's link order is the message order
-        snd, slink, rcv, rlink = A["links_sorted"]
-    else:
-        snd = np.flatnonzero(op & 1)
-        rcv = np.flatnonzero(op & 2)
-        slink = out_link[tb_of[snd]]
-        rlink = in_link[tb_of[rcv]]
-        if (slink < 0).any() or (rlink < 0).any():
-            return None
-        small = _small_int(nlinks)           # stable argsort of 16-bit keys is a radix sort
-        ps = np.argsort(slink.astype(small), kind="stable")
-        pr = np.argsort(rlink.astype(small), kind="stable")
-        snd, slink = snd[ps], slink[ps]
-        rcv, rlink = rcv[pr], rlink[pr]
-    cs = np.bincount(slink, minlength=nlinks)
-    cr = np.bincount(rlink, minlength=nlinks)
-    cap = prog.cap
-    if (cr > cs).any() or (cs > cr + cap).any():
-        return None                      # a receive without a send, or a send that never has room
-    s_start = np.cumsum(cs) - cs
-    r_start = np.cumsum(cr) - cr
-    r_rank = np.arange(len(rcv)) - r_start[rlink]
-    matched = snd[s_start[rlink] + r_rank]
-    src_of = np.full(N, -1, np.int64)
-    src_of[rcv] = matched
-    s_rank = np.arange(len(snd)) - s_start[slink]
-    need = s_rank >= cap
-    cap_pred = rcv[r_start[slink[need]] + s_rank[need] - cap]     # receive freeing room
-    cap_succ_of = snd[need]
+    found = _messages(prog, A, op, tb_of)
+    if found is None:
+        return None
+    snd, rcv, matched, src_of, cap_pred, cap_succ_of, cs, cr = found
 
     # ---- dependencies -------------------------------------------------------------------------
     if A is not None:
@@ -193,6 +167,63 @@ def _build_graph(prog: Program) -> _Graph | None:
         succ[du_a, 3 + rank] = dv_a
     indeg = np.append(indeg, 1 << 62)
 
+    fronts = _levels(succ, indeg, N)
+    if fronts is None:
+        return None                      # a cycle, or a wait nothing provides: not complete
+    order = np.concatenate(fronts)
+    sizes = [f.size for f in fronts]
+    bounds = np.cumsum([0] + sizes)
+    level = np.empty(N, np.int64)
+    level[order] = np.repeat(np.arange(len(fronts), dtype=np.int64), sizes)
+    leftover = [(int(k), int(n)) for k, n in enumerate((cs - cr).tolist()) if n > 0]
+    return _Graph(order, bounds, level, src_of, leftover, dsrc)
+
+
+def _messages(prog: Program, A: dict | None, op, tb_of):
+    """Message matching on every link, the k-th receive getting the k-th send: (sends, receives,
+    the send each receive gets, src_of per instruction, receive freeing room -> the send it lets
+    go with links of ``prog.cap`` calls, sends and receives per link), or None when a receive has
+    no send or a send never gets room."""
+    tbs = prog.tbs
+    ntb, nlinks = len(tbs), len(prog.links)
+    out_link = np.fromiter((tb.out_link for tb in tbs), np.int64, ntb)
+    in_link = np.fromiter((tb.in_link for tb in tbs), np.int64, ntb)
+    if A is not None and A["calls_max"] == 1:
+        # every send/receive step is one call: the table's link order is the message order
+        snd, slink, rcv, rlink = A["links_sorted"]
+    else:
+        snd = np.flatnonzero(op & 1)
+        rcv = np.flatnonzero(op & 2)
+        slink = out_link[tb_of[snd]]
+        rlink = in_link[tb_of[rcv]]
+        if (slink < 0).any() or (rlink < 0).any():
+            return None
+        small = _small_int(nlinks)           # stable argsort of 16-bit keys is a radix sort
+        ps = np.argsort(slink.astype(small), kind="stable")
+        pr = np.argsort(rlink.astype(small), kind="stable")
+        snd, slink = snd[ps], slink[ps]
+        rcv, rlink = rcv[pr], rlink[pr]
+    cs = np.bincount(slink, minlength=nlinks)
+    cr = np.bincount(rlink, minlength=nlinks)
+    cap = prog.cap
+    if (cr > cs).any() or (cs > cr + cap).any():
+        return None                      # a receive without a send, or a send that never has room
+    s_start = np.cumsum(cs) - cs
+    r_start = np.cumsum(cr) - cr
+    r_rank = np.arange(len(rcv)) - r_start[rlink]
+    matched = snd[s_start[rlink] + r_rank]
+    src_of = np.full(prog.ninstr, -1, np.int64)
+    src_of[rcv] = matched
+    s_rank = np.arange(len(snd)) - s_start[slink]
+    need = s_rank >= cap
+    cap_pred = rcv[r_start[slink[need]] + s_rank[need] - cap]     # receive freeing room
+    cap_succ_of = snd[need]
+    return snd, rcv, matched, src_of, cap_pred, cap_succ_of, cs, cr
+
+
+def _levels(succ, indeg, N: int) -> list | None:
+    """Kahn's algorithm a level at a time on the successor table: the fronts of instructions
+    whose predecessors all came before (None: some never run, or too many levels)."""
     frontier = np.flatnonzero(indeg == 0)
     fronts = []
     done = 0
@@ -211,14 +242,8 @@ def _build_graph(prog: Program) -> _Graph | None:
             if dup.any():
                 frontier = frontier[np.concatenate(([True], ~dup))]
     if done != N:
-        return None                      # a cycle, or a wait nothing provides: not complete
-    order = np.concatenate(fronts)
-    sizes = [f.size for f in fronts]
-    bounds = np.cumsum([0] + sizes)
-    level = np.empty(N, np.int64)
-    level[order] = np.repeat(np.arange(len(fronts), dtype=np.int64), sizes)
-    leftover = [(int(k), int(n)) for k, n in enumerate((cs - cr).tolist()) if n > 0]
-    return _Graph(order, bounds, level, src_of, leftover, dsrc)
+        return None
+    return fronts
 
 
 def prove(prog: Program) -> ExecResult | None:
@@ -226,7 +251,7 @@ def prove(prog: Program) -> ExecResult | None:
 
     The result's ``memory`` is None: the final memory is held as ``index`` (chunk index per
     location, -1 never written) and ``masks`` (rank mask per location) — the simple form of
-    :class:`~ccxml.interpreter.execute.Values` split in two; :func:`memory_list` joins them.
+    :class:`~ccxml.interpreter.values.Values` split in two; :func:`memory_list` joins them.
     """
     gr = _graph(prog)
     if gr is None:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccxml.interpreter.execute import ExecResult, _Reporter
+from ccxml.interpreter.execute import ExecResult
 from ccxml.interpreter.program import Program
+from ccxml.interpreter.values import Reporter
 from ccxml.vocab.findings import Finding
 from ccxml.vocab.wire import Coll
 
@@ -110,7 +111,7 @@ def check(prog: Program, res: ExecResult, limit: int = 20) -> tuple[list[Finding
     A result without ``memory`` (the level prover's split form) is compared in bulk first; its
     memory is joined only when some chunk differs."""
     coll = prog.collective
-    rep = _Reporter(limit)
+    rep = Reporter(limit)
     if coll is None:
         return [], {}
     if res.memory is None:

@@ -1,7 +1,7 @@
 """Lower a loaded :class:`~ccxml.loader.model.Schedule` to the flat program the runtime executes.
 
-This is the interpreter's front half. It decides, once and statically, everything the runtime's
-parser decides (msccl-runtime.md §3, §4, §8, §9):
+This is the interpreter's front half. It decides, once, how the runtime's parser stores the file
+(msccl-runtime.md §3, §4, §8, §9):
 
 * which ``<step>`` elements become kernel instructions: a ``nop`` is not stored, its dependency is
   attached to the next real step; consecutive ``re`` steps fuse (same ``dstbuf``/``dstoff``/
@@ -13,8 +13,8 @@ parser decides (msccl-runtime.md §3, §4, §8, §9):
   output the runtime applies for the collective (§7) and out-of-bounds accesses;
 * the links (sender gpu, receiver gpu, channel) and how many primitive calls each step issues
   (``ceil(cnt / maxAllowedCount)``, §6);
-* static link and dependency problems: shared connections, unmatched send/recv sequences, ``cnt``
-  mismatches, steps on a missing peer, dependencies on steps that never publish;
+* accesses outside the buffers of the call form (``out-of-bounds``, by :func:`place`: the sizes
+  come from the collective, so only the call form knows them);
 * which instructions touch memory another TB of the same GPU also touches, with a write on one
   side: only those need happens-before tracking for the race check.
 
@@ -24,7 +24,11 @@ does list indexing only. Nothing here runs the schedule; :mod:`ccxml.interpreter
 
 Fast twin: :mod:`ccxml.interpreter.table` (:func:`~ccxml.interpreter.table.lower_table`,
 :func:`~ccxml.interpreter.table.place_table`) builds the same Program from the loader's numpy step
-table where that is simple, or returns None and this module runs (tests/test_twins.py).
+table where that is simple, or returns None and this module runs (tests/test_twins.py); and
+:mod:`ccxml.interpreter.plain` lowers a TB of plain steps in bulk (twin of :func:`lower_tb`).
+
+The static rules (peers, links, dependencies, declared offsets) are not checked here: they are
+the loader's (:mod:`ccxml.loader.catalogue`), reported once by ``verify`` (docs/findings.md).
 """
 from __future__ import annotations
 
@@ -61,8 +65,6 @@ IS_WRITE = [k in WRITES_DST for k in range(K_NONE + 1)]
 LINK_OP = [int(IS_SEND[k]) + 2 * int(IS_RECV[k]) for k in range(K_NONE + 1)]
 
 BUFFER_NAMES = {"i": "input", "o": "output", "s": "scratch"}
-_KINDS = frozenset(KIND_OF)
-_BUFS = frozenset(BUFFER_NAMES)
 
 
 @dataclass(slots=True)
@@ -194,22 +196,41 @@ def connect(tb: TBProg, t: int, links: list, link_index: dict) -> None:
             links[k].receivers.append(t)
 
 
-def lower(schedule: Schedule) -> Program:
-    """Lower ``schedule`` to instructions, links and static findings (independent of call form).
+@dataclass(slots=True)
+class Columns:
+    """The instruction columns :func:`lower` builds, one list per :class:`Program` column, plus
+    the dependencies as written (``(g, gpu, depid, deps)``, resolved to TBs at the end)."""
+    kind: list = field(default_factory=list)
+    s: list = field(default_factory=list)
+    line: list = field(default_factory=list)
+    cnt: list = field(default_factory=list)
+    pub: list = field(default_factory=list)
+    deps: list = field(default_factory=list)
+    srcbuf: list = field(default_factory=list)
+    srcoff: list = field(default_factory=list)
+    dstbuf: list = field(default_factory=list)
+    dstoff: list = field(default_factory=list)
+    tb_of: list = field(default_factory=list)
+    fused: dict = field(default_factory=dict)
+    raw_deps: list = field(default_factory=list)
 
-    Guarantees: every dependency names a global TB id (or -1 for a TB that does not exist);
-    static findings are in ``Program.findings`` in document order. Memory is laid out later by
-    :func:`place`.
+
+def lower(schedule: Schedule, lower_tb_fast=None) -> Program:
+    """Lower ``schedule`` to instructions and links (independent of call form).
+
+    Guarantees: every dependency names a global TB id (or -1 for a TB that does not exist).
+    Memory is laid out later by :func:`place`. The static rules (peers, links, dependencies,
+    offsets) are the loader's (:mod:`ccxml.loader.catalogue`): a file that breaks them is lowered
+    as the runtime would run it, and ``Program.findings`` stays empty. ``lower_tb_fast(columns,
+    t, gpu, steps)`` is a fast twin of :func:`lower_tb` tried first for each TB (True: it lowered
+    the TB; :func:`ccxml.interpreter.plain.lower_plain` passes it).
     """
-    findings: list[Finding] = []
     gpus = schedule.gpus
     if not gpus:
         raise NotExecutable("the file has no <gpu> elements")
-    ngpus = schedule.ngpus
     gpu_ids = [g.id for g in gpus]
     if len(set(gpu_ids)) != len(gpu_ids):
         raise NotExecutable("a gpu id appears twice")
-
     tbs: list[TBProg] = []
     tb_index: dict[tuple[int, int], int] = {}
     for g in gpus:
@@ -218,216 +239,112 @@ def lower(schedule: Schedule) -> Program:
                 raise NotExecutable(f"gpu {g.id}: tb id {tb.id} appears twice")
             tb_index[(g.id, tb.id)] = len(tbs)
             tbs.append(TBProg(g.id, tb.id, tb.send, tb.recv, tb.chan, line=tb.line))
-
-    K, S, LN, CN, PUB, DEPS = [], [], [], [], [], []
-    SB, SO, DB, DO, TBOF = [], [], [], [], []
-    fused: dict[int, tuple] = {}
+    c = Columns()
     nsteps = 0
-    raw_deps: list[tuple] = []   # (waiter t, g, gpu, depid, deps, s, line)
-    kind_of = KIND_OF
-    t = -1
-    sched_cols = []
-    for gp in gpus:
-        gid = gp.id
-        for tb in gp.tbs:
-            t += 1
-            cols = tb.columns()
-            sched_cols.append(cols)
-            cs, ctype, csb, cso, cdb, cdo, ccnt, cdepid, cdeps, chasdep, cline = cols
-            n = len(cs)
-            nsteps += n
-            start = len(K)
-            tbs[t].start = start
-            types = set(ctype)
-            if (n and "nop" not in types and "re" not in types and types <= _KINDS
-                    and set(csb) <= _BUFS and set(cdb) <= _BUFS):
-                # one instruction per step, counter == position; a step's only dependency is
-                # its own (no nops carry any)
-                if max(cdepid) >= 0:
-                    for j in compress(range(n), map((-1).__lt__, cdepid)):
-                        raw_deps.append((t, start + j, gid, cdepid[j], cdeps[j], cs[j], cline[j]))
-                K.extend(map(kind_of.__getitem__, ctype))
-                S.extend(cs)
-                LN.extend(cline)
-                CN.extend(ccnt)
-                PUB.extend([i if h else -1 for i, h in enumerate(chasdep)] if any(chasdep)
-                           else [-1] * n)
-                DEPS.extend([None] * n)
-                SB.extend(csb)
-                SO.extend(cso)
-                DB.extend(cdb)
-                DO.extend(cdo)
-                TBOF.extend([t] * n)
-                tbs[t].end = len(K)
-                continue
-            counter = 0
-            pending: list = []
-            chain = 0
-            prev = -1
-            for j in range(n):
-                typ = ctype[j]
-                st_s, depid, line = cs[j], cdepid[j], cline[j]
-                if typ == "nop":
-                    if depid >= 0:
-                        pending.append((depid, cdeps[j], line))
-                    chain = 0
-                    continue
-                kind = kind_of.get(typ)
-                if kind is None:
-                    raise NotExecutable(f"gpu {gid} tb {tb.id} step {st_s}: unknown step type {typ!r}")
-                srcbuf, dstbuf, hasdep = csb[j], cdb[j], chasdep[j]
-                if srcbuf not in BUFFER_NAMES or dstbuf not in BUFFER_NAMES:
-                    raise NotExecutable(f"gpu {gid} tb {tb.id} step {st_s}: srcbuf/dstbuf "
-                                        f"{srcbuf!r}/{dstbuf!r} must be i, o or s")
-                if (chain and kind == K_RE and depid < 0 and not pending and DB[prev] == dstbuf
-                        and DO[prev] == cdo[j] and SB[prev] == srcbuf
-                        and chain < MAX_REDUCE_FUSION):
-                    fused[prev] = fused.get(prev, (SO[prev],)) + (cso[j],)
-                    CN[prev] = ccnt[j]
-                    if hasdep:
-                        PUB[prev] = counter
-                        chain = 0
-                    else:
-                        chain += 1
-                    counter += 1
-                    continue
-                g = len(K)
-                if pending or depid >= 0:
-                    if depid >= 0:
-                        pending.append((depid, cdeps[j], line))
-                    counter += len(pending) - 1
-                    for d in pending:
-                        raw_deps.append((t, g, gid, d[0], d[1], st_s, d[2] or line))
-                    pending = []
-                K.append(kind)
-                S.append(st_s)
-                LN.append(line)
-                CN.append(ccnt[j])
-                PUB.append(counter if hasdep else -1)
-                DEPS.append(None)
-                SB.append(srcbuf)
-                SO.append(cso[j])
-                DB.append(dstbuf)
-                DO.append(cdo[j])
-                TBOF.append(t)
-                prev = g
-                counter += 1
-                chain = 1 if (kind == K_RE and not hasdep) else 0
-            tbs[t].end = len(K)
-            if pending:
-                findings.append(Finding(
-                    "dangling-nop", f"the TB ends with {len(pending)} nop dependencies that no step "
-                    "carries; the kernel ignores them", gpu=gid, tb=tb.id, line=pending[-1][2] or None,
-                    severity="warning"))
-
-    # ---- dependencies -------------------------------------------------------------------
-    if raw_deps:
-        last_pub = [max(PUB[tb.start:tb.end], default=-1) for tb in tbs]
-        hasdep_at: dict[int, dict] = {}
-        dep_lists: dict[int, list] = {}
-        for t, g, gpu, depid, dval, s, line in raw_deps:
-            x = tb_index.get((gpu, depid))
-            where = dict(gpu=gpu, tb=tbs[t].id, step=s, line=line or None)
-            if x is None:
-                findings.append(Finding("bad-dependency", f"depends on tb {depid}, which gpu {gpu} does "
-                                        "not have; the step can never run", **where))
-                x = -1
-            elif last_pub[x] < dval:
-                findings.append(Finding(
-                    "dep-never-published", f"depends on tb {depid} step {dval}, but tb {depid} publishes "
-                    f"no step >= {dval} (hasdep=1 missing or step absent): the waiter hangs", **where))
-            else:
-                hd = hasdep_at.get(x)
-                if hd is None:
-                    c = sched_cols[x]
-                    hd = hasdep_at[x] = {s_: bool(h) and ty != "nop"
-                                         for s_, ty, h in zip(reversed(c[0]), reversed(c[1]), reversed(c[9]))}
-                if not hd.get(dval, False):
-                    findings.append(Finding(
-                        "dep-late-release", f"depends on tb {depid} step {dval}, which has hasdep=0 or is "
-                        "a nop; it is released only by a later publishing step", severity="warning",
-                        **where))
-            dep_lists.setdefault(g, []).append((x, dval))
-        for g, lst in dep_lists.items():
-            DEPS[g] = tuple(lst)
-
-    # ---- links --------------------------------------------------------------------------
+    for t, (gid, tb) in enumerate((g.id, tb) for g in gpus for tb in g.tbs):
+        steps = tb.columns()
+        nsteps += len(steps[0])
+        tbs[t].start = len(c.kind)
+        if lower_tb_fast is None or not lower_tb_fast(c, t, gid, steps):
+            lower_tb(c, t, gid, tb.id, steps)
+        tbs[t].end = len(c.kind)
+    dep_lists: dict[int, list] = {}
+    for g, gpu, depid, dval in c.raw_deps:
+        dep_lists.setdefault(g, []).append((tb_index.get((gpu, depid), -1), dval))
+    for g, lst in dep_lists.items():
+        c.deps[g] = tuple(lst)
     max_allowed = max_allowed_count(schedule)
-    calls = [0] * len(K)
+    calls = link_calls(c.kind, c.cnt, tbs, max_allowed)
     links: list[Link] = []
     link_index: dict[tuple[int, int, int], int] = {}
-    gpu_set = set(gpu_ids)
     for t, tb in enumerate(tbs):
+        connect(tb, t, links, link_index)
+    return Program(ngpus=schedule.ngpus, gpu_ids=gpu_ids, tbs=tbs, tb_index=tb_index, links=links,
+                   cap=link_capacity(schedule), max_allowed=max_allowed, findings=[],
+                   nsteps=nsteps, schedule=schedule, kind=c.kind, s=c.s, line=c.line, cnt=c.cnt,
+                   calls=calls, op=list(map(mul, map(LINK_OP.__getitem__, c.kind), map(bool, calls))),
+                   pub=c.pub, deps=c.deps, srcbuf=c.srcbuf, srcoff=c.srcoff, dstbuf=c.dstbuf,
+                   dstoff=c.dstoff, tb_of=c.tb_of, fused=c.fused)
+
+
+def lower_tb(c: Columns, t: int, gid: int, tb_id: int, steps: tuple) -> None:
+    """Append TB ``t``'s instructions to ``c``, step by step, as the runtime's parser stores them
+    (§4, §8): a ``nop`` is not stored and its dependency moves to the next real step (a TB that
+    ends with nops drops theirs); consecutive ``re`` steps fuse; the published value is the
+    kernel's step counter, which counts every step but a fused one."""
+    cs, ctype, csb, cso, cdb, cdo, ccnt, cdepid, cdeps, chasdep, cline = steps
+    counter = 0
+    pending: list = []              # (depid, deps) of the nops before the next real step
+    chain = 0                       # operands of the open re chain (0: none open)
+    prev = -1
+    for j in range(len(cs)):
+        typ, depid = ctype[j], cdepid[j]
+        if typ == "nop":
+            if depid >= 0:
+                pending.append((depid, cdeps[j]))
+            chain = 0
+            continue
+        kind = KIND_OF.get(typ)
+        if kind is None:
+            raise NotExecutable(f"gpu {gid} tb {tb_id} step {cs[j]}: unknown step type {typ!r}")
+        srcbuf, dstbuf, hasdep = csb[j], cdb[j], chasdep[j]
+        if srcbuf not in BUFFER_NAMES or dstbuf not in BUFFER_NAMES:
+            raise NotExecutable(f"gpu {gid} tb {tb_id} step {cs[j]}: srcbuf/dstbuf "
+                                f"{srcbuf!r}/{dstbuf!r} must be i, o or s")
+        if (chain and kind == K_RE and depid < 0 and not pending and c.dstbuf[prev] == dstbuf
+                and c.dstoff[prev] == cdo[j] and c.srcbuf[prev] == srcbuf
+                and chain < MAX_REDUCE_FUSION):
+            # fused into the open chain: one more operand, the last step's cnt
+            c.fused[prev] = c.fused.get(prev, (c.srcoff[prev],)) + (cso[j],)
+            c.cnt[prev] = ccnt[j]
+            if hasdep:
+                c.pub[prev] = counter
+                chain = 0
+            else:
+                chain += 1
+            counter += 1
+            continue
+        g = len(c.kind)
+        if depid >= 0:
+            pending.append((depid, cdeps[j]))
+        if pending:
+            counter += len(pending) - 1
+            c.raw_deps.extend((g, gid, d, v) for d, v in pending)
+            pending = []
+        c.kind.append(kind)
+        c.s.append(cs[j])
+        c.line.append(cline[j])
+        c.cnt.append(ccnt[j])
+        c.pub.append(counter if hasdep else -1)
+        c.deps.append(None)
+        c.srcbuf.append(srcbuf)
+        c.srcoff.append(cso[j])
+        c.dstbuf.append(dstbuf)
+        c.dstoff.append(cdo[j])
+        c.tb_of.append(t)
+        prev = g
+        counter += 1
+        chain = 1 if (kind == K_RE and not hasdep) else 0
+
+
+def link_calls(K: list, CN: list, tbs: list, max_allowed: int) -> list:
+    """Primitive calls per instruction: ``ceil(cnt / maxAllowedCount)`` for a link step (none
+    for cnt <= 0), 0 for a local one (§6)."""
+    calls = [0] * len(K)
+    for tb in tbs:
         a, b = tb.start, tb.end
         kinds = set(K[a:b])
-        uses_send = not kinds.isdisjoint(SENDS)
-        uses_recv = not kinds.isdisjoint(RECEIVES)
-        if uses_send or uses_recv:
-            if max_allowed == 1 and kinds <= RECEIVES | SENDS:
-                calls[a:b] = CN[a:b] if min(CN[a:b]) >= 0 else [c if c > 0 else 0 for c in CN[a:b]]
-            else:
-                for g in range(a, b):
-                    if IS_LINK[K[g]]:
-                        c = CN[g]
-                        calls[g] = -(-c // max_allowed) if c > 0 else 0
-        for peer, uses, what in ((tb.send, uses_send, "send"), (tb.recv, uses_recv, "recv")):
-            if uses and peer < 0:
-                findings.append(Finding("no-peer", f"a step {what}s but the TB has {what}=-1",
-                                        gpu=tb.gpu, tb=tb.id, line=tb.line or None))
-            elif peer >= 0 and (peer not in gpu_set or peer == tb.gpu or (ngpus and peer >= ngpus)):
-                findings.append(Finding("bad-peer", f"{what} peer {peer} is not another GPU of the file",
-                                        gpu=tb.gpu, tb=tb.id, line=tb.line or None))
-        connect(tb, t, links, link_index)
-
-    for ln in links:
-        for side, lst in (("send", ln.senders), ("recv", ln.receivers)):
-            if len(lst) > 1:
-                who = ", ".join(f"tb {tbs[x].id}" for x in lst)
-                findings.append(Finding(
-                    "shared-connection", f"{who} all use the {side} side of link {ln.name()}: they share "
-                    "one FIFO, which corrupts data or hangs", gpu=tbs[lst[0]].gpu, tb=tbs[lst[1]].id))
-        sends, recvs = [], []
-        for lst, out, table in ((ln.senders, sends, IS_SEND), (ln.receivers, recvs, IS_RECV)):
-            for t in lst:
-                x, y = tbs[t].start, tbs[t].end
-                out.extend(compress(range(x, y), map(table.__getitem__, K[x:y])))
-        scnt = list(map(CN.__getitem__, sends))
-        rcnt = list(map(CN.__getitem__, recvs))
-        m = min(len(scnt), len(rcnt))
-        if scnt[:m] != rcnt[:m]:
-            for a, b in zip(sends, recvs):
-                if CN[a] != CN[b]:
-                    ts, tr = TBOF[a], TBOF[b]
-                    findings.append(Finding(
-                        "cnt-mismatch", f"link {ln.name()}: gpu {tbs[ts].gpu} tb {tbs[ts].id} step {S[a]} "
-                        f"sends cnt={CN[a]} but the matching receive (gpu {tbs[tr].gpu} tb {tbs[tr].id} "
-                        f"step {S[b]}) has cnt={CN[b]}", gpu=tbs[tr].gpu, tb=tbs[tr].id, step=S[b],
-                        line=LN[b] or None))
-                    break
-        if len(ln.senders) > 1 or len(ln.receivers) > 1:
-            t0 = (ln.receivers or ln.senders)[0]
-            findings.append(Finding(
-                "unmatched-link", f"link {ln.name()} has {len(ln.senders)} sending and "
-                f"{len(ln.receivers)} receiving TBs: their steps cannot be matched one to one",
-                gpu=tbs[t0].gpu, tb=tbs[t0].id))
-        elif len(sends) != len(recvs):
-            if not ln.receivers:
-                msg = (f"link {ln.name()}: {len(sends)} send steps but no TB on gpu {ln.dst} receives "
-                       f"from gpu {ln.src} on chan {ln.chan}")
-            elif not ln.senders:
-                msg = (f"link {ln.name()}: {len(recvs)} receive steps but no TB on gpu {ln.src} sends "
-                       f"to gpu {ln.dst} on chan {ln.chan}")
-            else:
-                msg = f"link {ln.name()}: {len(sends)} send-side steps but {len(recvs)} receive-side steps"
-            t0 = (ln.receivers or ln.senders)[0]
-            findings.append(Finding("unmatched-link", msg, gpu=tbs[t0].gpu, tb=tbs[t0].id))
-
-    return Program(ngpus=ngpus, gpu_ids=gpu_ids, tbs=tbs, tb_index=tb_index, links=links,
-                   cap=link_capacity(schedule), max_allowed=max_allowed, findings=findings,
-                   nsteps=nsteps, schedule=schedule, kind=K, s=S, line=LN, cnt=CN, calls=calls,
-                   op=list(map(mul, map(LINK_OP.__getitem__, K), map(bool, calls))),
-                   pub=PUB, deps=DEPS, srcbuf=SB, srcoff=SO, dstbuf=DB, dstoff=DO, tb_of=TBOF,
-                   fused=fused)
+        if kinds.isdisjoint(SENDS) and kinds.isdisjoint(RECEIVES):
+            continue
+        if max_allowed == 1 and kinds <= RECEIVES | SENDS:
+            # every step is a link step and a call carries one chunk: calls = max(cnt, 0)
+            calls[a:b] = CN[a:b] if min(CN[a:b]) >= 0 else [x if x > 0 else 0 for x in CN[a:b]]
+            continue
+        for g in range(a, b):
+            if IS_LINK[K[g]]:
+                x = CN[g]
+                calls[g] = -(-x // max_allowed) if x > 0 else 0
+    return calls
 
 
 def dep_sources(prog: Program) -> dict:
@@ -592,6 +509,21 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
         else:
             w |= written
 
+    tracked, bit, ntracked = _track_shared(prog, touched_by_gpu, touched_of, written_by_gpu, bulk,
+                                           src_loc, dst_loc)
+    prog.buffers, prog.layout, prog.input_bits = buffers, layout, input_bits
+    prog.src_loc, prog.dst_loc, prog.dkind, prog.nloc = src_loc, dst_loc, dkind, nloc
+    prog.tracked, prog.bit = tracked, bit
+    prog.ntracked, prog.inplace, prog.collective = ntracked, inplace, collective
+    prog.gpu_pos = {r: i for i, r in enumerate(prog.gpu_ids)}
+    return findings
+
+
+def _track_shared(prog: Program, touched_by_gpu: dict, touched_of: dict, written_by_gpu: dict, bulk: set,
+                  src_loc: list, dst_loc: list) -> tuple[dict, dict, int]:
+    """(tracked, bit, ntracked) for :func:`place`: the instructions that access a location two
+    TBs of one GPU touch and some TB writes, with their accesses there (race candidates)."""
+    K, CN, SO, fused = prog.kind, prog.cnt, prog.srcoff, prog.fused
     # shared locations: touched by two TBs of one gpu and written by some TB
     shared: set = set()
     for gpu, lst in touched_by_gpu.items():
@@ -637,13 +569,7 @@ def place(prog: Program, collective: Collective | None, inplace: bool) -> list[F
                     tracked[g] = tuple(tr)
                     bit[g] = 1 << ntracked
                     ntracked += 1
-
-    prog.buffers, prog.layout, prog.input_bits = buffers, layout, input_bits
-    prog.src_loc, prog.dst_loc, prog.dkind, prog.nloc = src_loc, dst_loc, dkind, nloc
-    prog.tracked, prog.bit = tracked, bit
-    prog.ntracked, prog.inplace, prog.collective = ntracked, inplace, collective
-    prog.gpu_pos = {r: i for i, r in enumerate(prog.gpu_ids)}
-    return findings
+    return tracked, bit, ntracked
 
 
 def _place_bulk(K, CN, SB, SO, DB, DO, fused, a, b, lim, src_loc, dst_loc, touched, written) -> bool:

@@ -14,6 +14,9 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
     n_loader: int = 0            # findings[:n_loader] come from the loader checks
+    #: index of a consequence in ``findings`` -> index of the finding that causes it (its root;
+    #: see :mod:`ccxml.interpreter.causes`): a defect counts once, its consequences go under it
+    caused_by: dict = field(default_factory=dict)
 
     @property
     def loader_findings(self) -> list[Finding]:
@@ -30,6 +33,35 @@ class Report:
     @property
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity != "error"]
+
+    @property
+    def roots(self) -> list[Finding]:
+        """The findings no other finding causes: one per defect."""
+        return [f for i, f in enumerate(self.findings) if i not in self.caused_by]
+
+    def consequences(self, i: int) -> list[Finding]:
+        """The findings caused by ``findings[i]``."""
+        return [self.findings[k] for k, r in self.caused_by.items() if r == i]
+
+    def tree(self, findings: list[Finding] | None = None) -> list[str]:
+        """``severity: finding`` lines of ``findings`` (default: all), each root followed by its
+        consequences indented (``  caused: ...``); a consequence whose root is not listed is
+        listed on its own."""
+        chosen = self.findings if findings is None else findings
+        pick = set(map(id, chosen))
+        index = {id(f): i for i, f in enumerate(self.findings)}
+        kids: dict[int, list] = {}
+        for k, r in sorted(self.caused_by.items()):
+            if id(self.findings[r]) in pick and id(self.findings[k]) in pick:
+                kids.setdefault(r, []).append(self.findings[k])
+        out = []
+        for f in chosen:
+            i = index.get(id(f))
+            if i in self.caused_by and id(self.findings[self.caused_by[i]]) in pick:
+                continue
+            out.append(f"{f.severity}: {f}")
+            out.extend(f"  caused: {c.severity}: {c}" for c in (kids.get(i, ()) if i is not None else ()))
+        return out
 
     @property
     def ok(self) -> bool:
@@ -65,7 +97,16 @@ class Report:
         return ", ".join(parts)
 
     def to_dict(self, strict: bool = False) -> dict:
-        """The report as JSON data; with ``strict``, ``ok`` and ``first_reason`` count warnings."""
+        """The report as JSON data; with ``strict``, ``ok`` and ``first_reason`` count warnings.
+        A consequence's finding has ``caused_by``: the index of its root in ``findings``;
+        ``defects`` counts the roots."""
         fails = self.failures(strict)
+        found = []
+        for i, f in enumerate(self.findings):
+            d = f.to_dict()
+            if i in self.caused_by:
+                d["caused_by"] = self.caused_by[i]
+            found.append(d)
         return {"path": self.path, "ok": not fails, "first_reason": str(fails[0]) if fails else None,
-                "strict": strict, "findings": [f.to_dict() for f in self.findings], "stats": self.stats}
+                "strict": strict, "findings": found, "defects": len(self.findings) - len(self.caused_by),
+                "stats": self.stats}

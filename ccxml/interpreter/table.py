@@ -90,12 +90,12 @@ def lower_table(schedule: Schedule) -> Program | None:
             tbs.append(tp)
             for peer in (tb.send, tb.recv):
                 if peer >= 0 and (peer not in gpu_set or peer == g.id or (ngpus and peer >= ngpus)):
-                    return None                    # bad-peer
+                    return None                    # a peer rule (loader: peer-*)
             connect(tp, t, links, link_index)
             t += 1
     for ln in links:
         if len(ln.senders) != 1 or len(ln.receivers) != 1:
-            return None                            # shared-connection / unmatched-link
+            return None                            # two-tbs-one-connection / link-undeclared
     ntb = len(tbs)
     tb_of = np.repeat(np.arange(ntb, dtype=np.int64), lens)
     out_link = np.array([x.out_link for x in tbs], np.int64)
@@ -103,7 +103,7 @@ def lower_table(schedule: Schedule) -> Program | None:
     is_send = _IS_SEND[kind]
     is_recv = _IS_RECV[kind]
     if (out_link[tb_of[is_send]] < 0).any() or (in_link[tb_of[is_recv]] < 0).any():
-        return None                                # no-peer
+        return None                                # step-without-peer
     # cnt sequences per link: the k-th send and the k-th receive carry the same cnt
     sl_ = out_link[tb_of[is_send]]
     rl_ = in_link[tb_of[is_recv]]
@@ -133,12 +133,12 @@ def lower_table(schedule: Schedule) -> Program | None:
         for r, d in zip(gid_of_tb[tb_of[dep_rows]].tolist(), depid[dep_rows].tolist()):
             x = tb_index.get((r, d))
             if x is None:
-                return None                        # bad-dependency
+                return None                        # dep-target-missing
             tgt.append(x)
         tgt = np.array(tgt, np.int64)
         dval = tab.deps[sl][dep_rows].astype(np.int64)
         if dval.min() < 0 or (dval >= lens[tgt]).any():
-            return None                            # dep-never-published
+            return None                            # dep-never-released
         rel = starts[tgt] + dval
         if (hasdep[rel] != 1).any():
             return None                            # released late or never

@@ -82,6 +82,8 @@ RULES = (
          "§4"),
     Rule("step-index", "safety", "s is not the step's position 0..n-1 (dependency flags use "
          "positions)", "§3, §8 rule 1"),
+    Rule("dangling-nop", "safety", "the TB ends with nops whose dependencies no step carries: the "
+         "kernel ignores them (warning)", "§8"),
     Rule("nop-without-dep", "safety", "a nop with depid=-1 is dropped uncounted and shifts every "
          "later flag", "§8 rule 2"),
     Rule("depid-too-large", "safety", "depid over the int8 the kernel stores it in", "§5"),

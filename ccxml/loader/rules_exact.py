@@ -386,6 +386,14 @@ class ExactChecker:
                 chain_cnt = st.cnt
             pending_nop = t == "nop"
             prev = st if t != "nop" else None
+        tail = len(steps)
+        while tail and steps[tail - 1].type == "nop":
+            tail -= 1
+        dangling = [st for st in steps[tail:] if st.depid >= 0]
+        if dangling:
+            add(Finding("dangling-nop", f"the TB ends with {len(dangling)} nop dependencies that no "
+                        "step carries; the kernel ignores them", gpu=r, tb=b, line=dangling[-1].line,
+                        severity="warning"))
 
 
 def header_findings(s: Schedule, p: Profile, legacy: bool, add) -> None:

@@ -158,8 +158,7 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
     header_findings(s, p, legacy, out.append)
     if out:
         return False
-    ngpus, nch = s.ngpus, s.nchannels
-    gpus = s.gpus
+    ngpus, gpus = s.ngpus, s.gpus
     if ngpus < 1 or len(gpus) != ngpus or sorted(g.id for g in gpus) != list(range(ngpus)):
         return False
     a0 = bounds[0]
@@ -191,14 +190,27 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
     allowed = _type_bits(t.value for t in p.step_types)
     if int(np.bitwise_or.reduce(tbits)) & ~allowed:
         return False                               # rccl-full-ops
-    sends, recvs = _type_bits(SENDS), _type_bits(RECEIVES)
-    tbits_l, bbits_l = tbits.tolist(), bbits.tolist()
-    lens_l, somax_l, domax_l = lens.tolist(), somax.tolist(), domax.tolist()
-    max_s = p.max_steps_per_tb
-    if max(lens_l) > min(max_s, MAX_SUBS):
+    if int(lens.max()) > min(p.max_steps_per_tb, MAX_SUBS):
         return False
-    chan_max = chan_accepted(p)
     # ---- TBs, rank by rank (document order) ---------------------------------------------------
+    tbs = _tbs_clean(s, p, legacy, tbits.tolist(), bbits.tolist(), lens.tolist(), somax.tolist(),
+                     domax.tolist())
+    if tbs is None:
+        return False
+    gpu_of_tb, id_to_doc, link_out, link_in = tbs
+    tb_of = np.repeat(np.arange(ntb, dtype=np.int64), lens)
+    return (_links_clean(link_out, link_in, tb_of, typ, cnt)
+            and _deps_clean(p, tab.deps[sl], depid, hasdep, tb_of, pos, starts, lens, gpu_of_tb, id_to_doc))
+
+
+def _tbs_clean(s: Schedule, p: Profile, legacy: bool, tbits_l: list, bbits_l: list, lens_l: list,
+               somax_l: list, domax_l: list):
+    """:func:`table_clean`'s TB rules, rank by rank in document order, on the per-TB aggregates
+    (step type bits, buffer bits, lengths, largest src/dst offset + cnt): None when one may fire,
+    else (gpu per TB, (gpu, tb id) -> TB index, each TB's send link, each TB's receive link)."""
+    ngpus, nch, gpus = s.ngpus, s.nchannels, s.gpus
+    sends, recvs = _type_bits(SENDS), _type_bits(RECEIVES)
+    chan_max = chan_accepted(p)
     t = 0
     gpu_of_tb = []
     first_tb = {}                                  # gpu id -> doc index of its first TB
@@ -208,11 +220,11 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
     for g in gpus:
         r = g.id
         if g.s_chunks < 0 or len(g.tbs) > MAX_SUBS:
-            return False
+            return None
         sizes = (g.i_chunks, g.o_chunks, g.s_chunks)
         ids = [tb.id for tb in g.tbs]
         if sorted(ids) != list(range(len(ids))) or len(ids) > p.max_tbs:
-            return False
+            return None
         nodes = 1 + len(gpus)
         nsend: dict = {}
         nrecv: dict = {}
@@ -222,34 +234,34 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
             nodes += 1 + n
             snd, rcv, ch = tb.send, tb.recv, tb.chan
             if snd == r or rcv == r or snd < -1 or rcv < -1 or snd >= ngpus or rcv >= ngpus:
-                return False
+                return None
             if not (0 <= ch <= chan_max or (legacy and ch == -1 and snd == rcv == -1)):
-                return False
+                return None
             if (snd >= 0 or rcv >= 0) and ch >= nch:
-                return False
+                return None
             if p.max_chan < ch <= chan_max:
-                return False
+                return None
             bits = tbits_l[t]
             if (snd < 0 and bits & sends) or (rcv < 0 and bits & recvs):
-                return False
+                return None
             if snd >= 0:
                 if (ch, snd) in nsend:
-                    return False                   # two TBs on one connection
+                    return None                   # two TBs on one connection
                 nsend[(ch, snd)] = tb.id
             if rcv >= 0:
                 if (ch, rcv) in nrecv:
-                    return False
+                    return None
                 nrecv[(ch, rcv)] = tb.id
             smallest = min(sizes[k] for k in range(3) if bbits_l[t] >> k & 1)
             if somax_l[t] > smallest or domax_l[t] > smallest:
-                return False
+                return None
             id_to_doc[(r, tb.id)] = t
             gpu_of_tb.append(r)
             link_out.append((r, snd, ch) if snd >= 0 else None)
             link_in.append((rcv, r, ch) if rcv >= 0 else None)
             t += 1
         if nodes > p.max_nodes:
-            return False
+            return None
         per_chan_s: dict = {}
         per_chan_r: dict = {}
         for ch, _ in nsend:
@@ -258,8 +270,14 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
             per_chan_r[ch] = per_chan_r.get(ch, 0) + 1
         if max(per_chan_s.values(), default=0) > MAX_TBS_PER_CHAN_DIR or \
                 max(per_chan_r.values(), default=0) > MAX_TBS_PER_CHAN_DIR:
-            return False
-    # ---- links: declared at both ends, equal cnt sequences ------------------------------------
+            return None
+    return gpu_of_tb, id_to_doc, link_out, link_in
+
+
+def _links_clean(link_out: list, link_in: list, tb_of, typ, cnt) -> bool:
+    """:func:`table_clean`'s link rules: every link declared at both ends, and the k-th send and
+    the k-th receive on it carry the same cnt."""
+    sends, recvs = _type_bits(SENDS), _type_bits(RECEIVES)
     outs = {k: i for i, k in enumerate(link_out) if k is not None}
     ins = {k: i for i, k in enumerate(link_in) if k is not None}
     if outs.keys() != ins.keys():
@@ -267,7 +285,6 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
     lid = {k: i for i, k in enumerate(outs)}
     out_id = np.array([lid[k] if k is not None else -1 for k in link_out], np.int64)
     in_id = np.array([lid[k] if k is not None else -1 for k in link_in], np.int64)
-    tb_of = np.repeat(np.arange(ntb, dtype=np.int64), lens)
     sends_mask = np.array([bool(_TYPE_BIT[x] & sends) for x in StepTable.TYPES])[typ]
     recvs_mask = np.array([bool(_TYPE_BIT[x] & recvs) for x in StepTable.TYPES])[typ]
     sl_ = out_id[tb_of[sends_mask]]
@@ -279,7 +296,13 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
     if not np.array_equal(sl_[os_], rl_[or_]) or \
             not np.array_equal(cnt[sends_mask][os_], cnt[recvs_mask][or_]):
         return False
-    # ---- dependencies -------------------------------------------------------------------------
+    return True
+
+
+def _deps_clean(p: Profile, deps, depid, hasdep, tb_of, pos, starts, lens, gpu_of_tb: list,
+                id_to_doc: dict) -> bool:
+    """:func:`table_clean`'s dependency rules: every depid names a TB of its GPU that publishes
+    (hasdep=1) at exactly the step waited for, and no TB waits on itself."""
     dep_rows = np.flatnonzero(depid >= 0)
     if len(dep_rows):
         di = depid[dep_rows].astype(np.int64)
@@ -294,7 +317,7 @@ def table_clean(schedule: Schedule, profile: Profile | str) -> bool:
                 return False
             tgt.append(x)
         tgt = np.array(tgt, np.int64)
-        ds = tab.deps[sl][dep_rows].astype(np.int64)
+        ds = deps[dep_rows].astype(np.int64)
         if ds.min() < 0 or (ds >= lens[tgt]).any():
             return False
         if ((tgt == own) & (ds >= pos[dep_rows])).any():

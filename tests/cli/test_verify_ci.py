@@ -31,12 +31,12 @@ def test_strict_fails_a_file_with_warnings_only(files):
     good, warn, _ = files
     code, out, _ = run(good, warn)
     assert code == 0
-    assert out.splitlines()[1].startswith(f"PASS {warn} (") and "warnings: dep-late-release" in out
+    assert out.splitlines()[1].startswith(f"PASS {warn} (") and "warnings: dep-released-late" in out
     code, out, _ = run("--strict", good, warn)
     assert code == 1
     first, second, tally = out.splitlines()
     assert first.startswith(f"PASS {good} (")
-    assert tally == "1 passed, 1 failed, 4 warnings"          # dep-late-release at 4 steps
+    assert tally == "1 passed, 1 failed, 2 warnings"   # dep-released-late at 2 steps, said once (loader)
     assert second.startswith(f"FAIL {warn}: dep-") and second.endswith("[a warning; --strict fails it]")
 
 
@@ -60,7 +60,7 @@ def test_junit_one_case_per_file_with_findings(files, tmp_path):
     good, warn, bad = files
     report = tmp_path / "reports" / "verify.xml"       # the folder is made
     code, out, _ = run("--junit", report, good, warn, bad)
-    assert code == 1 and out.count("\n") == 4 and out.splitlines()[-1] == "2 passed, 1 failed, 4 warnings"
+    assert code == 1 and out.count("\n") == 4 and out.splitlines()[-1] == "2 passed, 1 failed, 2 warnings"
     root, suite, cases = junit(report)
     assert root.tag == "testsuites" and root.get("tests") == suite.get("tests") == "3"
     assert suite.get("failures") == "1" and suite.get("errors") == "0"
@@ -70,7 +70,7 @@ def test_junit_one_case_per_file_with_findings(files, tmp_path):
     failure = cases[2].find("failure")
     assert failure.get("type") == "deadlock" and failure.get("message").startswith("deadlock: hangs")
     assert failure.text.startswith("error: deadlock: ")
-    assert "warning: dep-late-release" in cases[1].find("system-out").text
+    assert "warning: dep-released-late" in cases[1].find("system-out").text
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props == {"target": "exec", "strict": "false"}
 
@@ -83,7 +83,7 @@ def test_junit_strict_fails_the_warning_file(files, tmp_path):
     _, suite, cases = junit(report)
     assert suite.get("failures") == "2"
     failure = cases[1].find("failure")
-    assert failure.get("type").startswith("dep-") and "warning: dep-late-release" in failure.text
+    assert failure.get("type").startswith("dep-") and "warning: dep-released-late" in failure.text
 
 
 def test_junit_records_an_unusable_file_as_an_error(files, tmp_path):

@@ -149,3 +149,16 @@ def test_run_without_mpi4py_says_how_to_install_it(tmp_path):
                        cwd=tmp_path, env=env)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "pip install 'ccxml[mpi]'" in p.stderr, p.stderr
+
+
+def test_steps_on_a_missing_peer_make_the_schedule_unrunnable_by_the_loaders_rules():
+    """The peer rules are the loader's (docs/findings.md): a send in a TB with send=-1 is its
+    step-without-peer, a peer to the rank itself its peer-is-self."""
+    xml = split_allgather()
+    no_peer = xml.replace('<tb id="0" send="1" recv="-1"', '<tb id="0" send="-1" recv="-1"', 1)
+    _, bad = plan_of(no_peer, 0)
+    assert [f.code for f in bad] == ["step-without-peer"] and (bad[0].gpu, bad[0].tb) == (0, 0)
+    _, bad = plan_of(xml.replace('<tb id="0" send="1" recv="-1"', '<tb id="0" send="0" recv="-1"', 1), 0)
+    assert "peer-is-self" in [f.code for f in bad]
+    _, bad = plan_of(xml, 0)
+    assert bad == []
