@@ -38,6 +38,13 @@ its parameters, never by a second engine:
   channels.
 
 Positions in the table are ranks unless ``members`` maps them (a phase inside a server).
+
+These parameters name one of four strategies, small objects that take only what they use
+(issue 26.2): :class:`Streamed` (instance after instance, move by move), :class:`Stepwise` (each
+step whole, in ``order``, sent as ``send`` says), :class:`Laned` (stepwise, one instance, on lane
+groups) and :class:`Staged` (stepwise, through ``stage``). ``run(prog, phase, how=Streamed())``
+names one directly; without ``how`` the keywords pick it (:func:`strategy`), and a combination
+none of them issues is refused where it is written.
 """
 from __future__ import annotations
 
@@ -73,57 +80,163 @@ def _same(s: int, d: int, c: int) -> int:
     return c
 
 
+# ---- how a phase is issued: four small strategies ---------------------------------------------
+# Each names one way of issuing a phase and takes only the parameters that way uses, so that a
+# combination the executor cannot issue (staged moves on lanes, a lane plan over several
+# instances...) is refused where the strategy is made, in one line (issue 26.2). ``run`` keeps its
+# keyword form and picks the strategy (:func:`strategy`).
+
+class Streamed:
+    """Instance after instance (``order="channels"``), step after step, each move issued as soon as
+    it is planned, its messages in order (``send="sequential"``): nothing needs a whole step at
+    once. ``channel(sender, receiver, instance)`` picks the channel (default: the instance);
+    ``rounds`` ends every step with :meth:`~ccxml.frontend.chunk.Program.next_round`."""
+
+    __slots__ = ("channel", "merge", "rounds")
+
+    def __init__(self, *, channel: Callable[[int, int, int], int] | None = None, merge: bool = True,
+                 rounds: bool = False):
+        self.channel = channel or _same
+        self.merge = merge
+        self.rounds = rounds
+
+    def issue(self, prog: Program, phase: Phase, inst: list, members, n: int) -> None:
+        for c in inst:
+            steps = messages(phase, c, members, n, self.merge, False)
+            for si, moves in enumerate(phase.table):
+                _stream(prog, steps, si, moves, c, self.channel)
+                if self.rounds:
+                    prog.next_round()
+        _tail(prog, phase, inst, members, self.channel, False)
+
+
+class Stepwise:
+    """Each step whole: its moves planned for every instance (``order`` "steps" or "moves"), or
+    for one instance after the other ("channels"), then issued as ``send`` says ("sequential",
+    "interleave" or "exchange", module docstring); ``merge``, ``even``, ``channel`` and ``rounds``
+    as in the module docstring. A staged reduce (``Reduce.land``) is issued this way."""
+
+    __slots__ = ("order", "send", "channel", "merge", "even", "rounds")
+
+    def __init__(self, *, order: str = "steps", send: str = "sequential",
+                 channel: Callable[[int, int, int], int] | None = None, merge: bool = True,
+                 even: bool = False, rounds: bool = False):
+        if order not in ORDERS or send not in SENDS:
+            raise AlgorithmError(f"internal: order {order!r}, send {send!r}")
+        self.order, self.send = order, send
+        self.channel = channel or _same
+        self.merge, self.even, self.rounds = merge, even, rounds
+
+    def issue(self, prog: Program, phase: Phase, inst: list, members, n: int) -> None:
+        _stepwise(prog, phase, inst, members, n, self.channel, None, self.order, self.send,
+                  self.merge, self.even, self.rounds)
+
+
+class Laned:
+    """:class:`Stepwise` for one instance whose transfers are recorded as lane groups
+    (:mod:`ccxml.frontend.lanes`): the threadblocks pass picks their channels."""
+
+    __slots__ = ("placer", "order", "send", "merge", "even", "rounds")
+
+    def __init__(self, lanes: Lanes | Directions, *, order: str = "steps", send: str = "sequential",
+                 merge: bool = True, even: bool = False, rounds: bool = False):
+        if order not in ORDERS or send not in SENDS:
+            raise AlgorithmError(f"internal: order {order!r}, send {send!r}")
+        self.placer = Directions(lanes) if isinstance(lanes, Lanes) else lanes
+        self.order, self.send = order, send
+        self.merge, self.even, self.rounds = merge, even, rounds
+
+    def issue(self, prog: Program, phase: Phase, inst: list, members, n: int) -> None:
+        if len(inst) != 1:
+            raise AlgorithmError("internal: a lane plan serves one instance")
+        _stepwise(prog, phase, inst, members, n, _same, self.placer, self.order, self.send,
+                  self.merge, self.even, self.rounds)
+
+
+class Staged:
+    """Step after step (``order`` "steps" or "moves"), one message per move: a move whose blocks
+    are not adjacent goes through scratch taken from ``stage`` (:class:`Stage`, module
+    docstring)."""
+
+    __slots__ = ("stage", "order", "channel", "rounds")
+
+    def __init__(self, stage: Stage, *, order: str = "steps",
+                 channel: Callable[[int, int, int], int] | None = None, rounds: bool = False):
+        if order not in ("steps", "moves"):
+            raise AlgorithmError("internal: staged moves are issued step by step, sequentially")
+        self.stage, self.order = stage, order
+        self.channel = channel or _same
+        self.rounds = rounds
+
+    def issue(self, prog: Program, phase: Phase, inst: list, members, n: int) -> None:
+        if isinstance(phase, Reduce) and phase.land is not None:
+            raise AlgorithmError("internal: staged moves are issued step by step, sequentially")
+        planners = [messages(phase, c, members, n, False, False) for c in inst]
+        for si, step in enumerate(phase.table):     # one block per message: the planners see each
+            per_c = [(c, plan.step(si)) for c, plan in zip(inst, planners)]
+            _packed(prog, step, si, per_c, planners, self.channel, self.stage, self.order)
+            if self.rounds:
+                prog.next_round()
+        _tail(prog, phase, inst, members, self.channel, False)
+
+
+def strategy(*, channel: Callable[[int, int, int], int] | None = None,
+             lanes: Lanes | Directions | None = None, order: str = "steps",
+             send: str = "sequential", merge: bool = True, even: bool = False,
+             rounds: bool = False, stage: Stage | None = None):
+    """The strategy :func:`run`'s keyword parameters name (see the module docstring); raises
+    AlgorithmError for a combination no strategy issues."""
+    if order not in ORDERS or send not in SENDS:
+        raise AlgorithmError(f"internal: order {order!r}, send {send!r}")
+    if stage is not None:
+        if send != "sequential" or lanes is not None or order == "channels":
+            raise AlgorithmError("internal: staged moves are issued step by step, sequentially")
+        return Staged(stage, order=order, channel=channel, rounds=rounds)
+    if lanes is not None:
+        if channel is not None:
+            raise AlgorithmError("internal: a lane plan picks the channels; channel= does not apply")
+        return Laned(lanes, order=order, send=send, merge=merge, even=even, rounds=rounds)
+    if order == "channels" and send == "sequential" and not even:
+        return Streamed(channel=channel, merge=merge, rounds=rounds)
+    return Stepwise(order=order, send=send, channel=channel, merge=merge, even=even, rounds=rounds)
+
+
 def run(prog: Program, phase: Phase, *, instances: int | Iterable[int] = 1,
         members: Sequence[int] | None = None, channel: Callable[[int, int, int], int] | None = None,
         lanes: Lanes | Directions | None = None, order: str = "steps", send: str = "sequential",
-        merge: bool = True, even: bool = False, rounds: bool = False, stage: Stage | None = None) -> None:
-    """Issue ``phase`` on ``prog`` (see the module docstring for the parameters).
+        merge: bool = True, even: bool = False, rounds: bool = False, stage: Stage | None = None,
+        how=None) -> None:
+    """Issue ``phase`` on ``prog`` for ``instances`` (a count, or the instance numbers) over
+    ``members`` (default: the ranks), the way ``how`` says (:class:`Streamed`, :class:`Stepwise`,
+    :class:`Laned` or :class:`Staged`), or, without ``how``, the way the keyword parameters say
+    (:func:`strategy`; see the module docstring).
 
     The cyclic garbage collector is paused meanwhile, as for the passes: a phase makes millions
     of short-lived tuples and no cycle, and the collector's scans of the growing program would
     only cost time."""
+    if how is None:
+        how = strategy(channel=channel, lanes=lanes, order=order, send=send, merge=merge,
+                       even=even, rounds=rounds, stage=stage)
+    inst = list(range(instances)) if isinstance(instances, int) else list(instances)
+    n = len(members) if members is not None else prog.ngpus
     paused = gc.isenabled()
     gc.disable()
     try:
-        _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds, stage)
+        how.issue(prog, phase, inst, members, n)
     finally:
         if paused:
             gc.enable()
 
 
-def _run(prog, phase, instances, members, channel, lanes, order, send, merge, even, rounds, stage) -> None:
-    if order not in ORDERS or send not in SENDS:
-        raise AlgorithmError(f"internal: order {order!r}, send {send!r}")
-    if stage is not None and (send != "sequential" or lanes is not None or order == "channels"
-                              or (isinstance(phase, Reduce) and phase.land is not None)):
-        raise AlgorithmError("internal: staged moves are issued step by step, sequentially")
-    inst = list(range(instances)) if isinstance(instances, int) else list(instances)
-    chan = channel or _same
-    placer = Directions(lanes) if isinstance(lanes, Lanes) else lanes
-    if placer is not None and len(inst) != 1:
-        raise AlgorithmError("internal: a lane plan serves one instance")
-    n = len(members) if members is not None else prog.ngpus
+def _stepwise(prog, phase, inst, members, n, chan, placer, order, send, merge, even, rounds) -> None:
+    """:class:`Stepwise` and :class:`Laned` (``placer``: the lane plan, or None)."""
     staged = isinstance(phase, Reduce) and phase.land is not None
-    if order == "channels" and send == "sequential" and placer is None and not even:
-        for c in inst:                  # move by move: nothing needs the whole step at once
-            steps = messages(phase, c, members, n, merge, even)
-            for si, moves in enumerate(phase.table):
-                _stream(prog, steps, si, moves, c, chan)
-                if rounds:
-                    prog.next_round()
-    elif order == "channels":
+    if order == "channels":
         for c in inst:
             for found in messages(phase, c, members, n, merge, even):
                 _step(prog, [(c, found)], chan, placer, send, "steps")
                 if rounds:
                     prog.next_round()
-    elif stage is not None:             # one block per message: the planners see each block
-        planners = [messages(phase, c, members, n, False, False) for c in inst]
-        for si, step in enumerate(phase.table):
-            per_c = [(c, plan.step(si)) for c, plan in zip(inst, planners)]
-            _packed(prog, step, si, per_c, planners, chan, stage, order)
-            if rounds:
-                prog.next_round()
     else:
         plans = zip(*(messages(phase, c, members, n, merge, even) for c in inst))
         for si, per_c in enumerate(plans):
@@ -134,13 +247,20 @@ def _run(prog, phase, instances, members, channel, lanes, order, send, merge, ev
                 _step(prog, per_c, chan, placer, send, order)
             if rounds:
                 prog.next_round()
-    if isinstance(phase, Reduce) and not staged:
-        final = phase.final or phase.acc
-        for c in inst:
-            for b, j in tail(phase):
-                r = b if members is None else members[b]
-                ch = c if placer is not None else chan(r, r, c)
-                _issue(prog, r, r, (phase.own(r, j, c), None, final(r, j, c)), ch, -1)
+    _tail(prog, phase, inst, members, chan, placer is not None)
+
+
+def _tail(prog, phase, inst, members, chan, laned: bool) -> None:
+    """A reduce phase's last local step on each block's owner: its own contribution into the
+    final place (none after a staged reduce, whose sums land there)."""
+    if not isinstance(phase, Reduce) or phase.land is not None:
+        return
+    final = phase.final or phase.acc
+    for c in inst:
+        for b, j in tail(phase):
+            r = b if members is None else members[b]
+            ch = c if laned else chan(r, r, c)
+            _issue(prog, r, r, (phase.own(r, j, c), None, final(r, j, c)), ch, -1)
 
 
 def _stream(prog: Program, steps: Steps, si: int, moves: list, c: int, chan) -> None:

@@ -448,3 +448,25 @@ def test_run_says_what_its_inputs_are(tmp_path):
         assert p.returncode == 2, (args, p.stderr)
         line = one_line(p.stderr)
         assert line.startswith("ccxml: ") and said in line, (args, p.stderr)
+
+
+def test_verify_of_a_regular_file_reads_back_the_bytes_written(tmp_path, monkeypatch):
+    """generate --verify -o FILE keeps no copy of the text (254 MB for the 1024-rank ring, issue
+    27): it verifies the file it has just renamed into place, mapped."""
+    import ccxml.loader.reader as reader
+    want = ring4_text(tmp_path)
+    read: list[tuple[str, bytes]] = []
+    real = reader.load
+
+    def load(path, **kw):
+        with open(path, "rb") as f:
+            read.append((os.fspath(path), f.read()))
+        return real(path, **kw)
+    monkeypatch.setattr(reader, "load", load)
+    where = tmp_path / "new" / "ring.xml"
+    code, out, err = ccxml(*RING4, "-o", where, "--verify")
+    assert code == 0, err
+    assert "PASS" in out
+    assert read == [(str(where), want.encode())]
+    assert where.read_text() == want
+    no_temporaries(where.parent)
