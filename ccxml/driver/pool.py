@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.context import BaseContext
+
+_T = TypeVar("_T")
 
 
 def default_jobs() -> int:
@@ -36,20 +39,20 @@ def default_jobs() -> int:
     return max(1, n or 1)
 
 
-def _context():
+def _context() -> BaseContext:
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
-def run_all(fn: Callable, items: Iterable[Sequence], jobs: int = 1) -> list:
+def run_all(fn: Callable[..., _T], items: Iterable[Sequence[Any]], jobs: int = 1) -> list[_T]:
     """``[fn(*args) for args in items]``, computed by up to ``jobs`` processes; same order."""
-    items = [tuple(a) for a in items]
-    if jobs <= 1 or len(items) <= 1:
-        return [fn(*args) for args in items]
+    work = [tuple(a) for a in items]
+    if jobs <= 1 or len(work) <= 1:
+        return [fn(*args) for args in work]
     from concurrent.futures import ProcessPoolExecutor
-    workers = min(jobs, len(items))
+    workers = min(jobs, len(work))
     with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-        futures = [pool.submit(fn, *args) for args in items]
+        futures = [pool.submit(fn, *args) for args in work]
         return [f.result() for f in futures]
 
 
@@ -65,15 +68,15 @@ class Pool:
     def parallel(self) -> bool:
         return self.jobs > 1
 
-    def map(self, fn: Callable, items: Iterable[Sequence]) -> list:
+    def map(self, fn: Callable[..., _T], items: Iterable[Sequence[Any]]) -> list[_T]:
         """``[fn(*args) for args in items]``, in the order of ``items``."""
-        items = [tuple(a) for a in items]
-        if not self.parallel or len(items) <= 1:
-            return [fn(*args) for args in items]
+        work = [tuple(a) for a in items]
+        if not self.parallel or len(work) <= 1:
+            return [fn(*args) for args in work]
         if self._executor is None:
             from concurrent.futures import ProcessPoolExecutor
             self._executor = ProcessPoolExecutor(max_workers=self.jobs, mp_context=_context())
-        futures = [self._executor.submit(fn, *args) for args in items]
+        futures = [self._executor.submit(fn, *args) for args in work]
         return [f.result() for f in futures]
 
     def close(self) -> None:
@@ -84,7 +87,7 @@ class Pool:
     def __enter__(self) -> "Pool":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

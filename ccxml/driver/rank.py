@@ -7,11 +7,27 @@ limits a schedule is measured against.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ccxml.vocab.wire import UNBOUNDED
 
+if TYPE_CHECKING:
+    from typing import TypeAlias
 
-def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology, root: int | None,
-              others: tuple = ()):
+    from ccxml.loader.model import Schedule
+    from ccxml.simulator import BusbwBound
+    from ccxml.simulator.results import SimResult
+    from ccxml.topology.model import Topology
+    from ccxml.vocab.wire import Coll
+
+    #: (name, result) of the candidates timed, fastest first
+    Ranked: TypeAlias = list[tuple[str, SimResult]]
+    #: what :func:`_rank_one` returns: (name, result, reason, limit, results on the others)
+    Candidate: TypeAlias = tuple[str, SimResult | None, str | None, str | None, tuple[SimResult, ...]]
+
+
+def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology: Topology, root: int | None,
+              others: tuple[Topology, ...] = ()) -> Candidate:
     """One candidate of :func:`rank_algorithms` (a worker of the process pool): ``(name,
     SimResult, None, limit, other results)`` — ``limit`` the runtime limit it breaks when it was
     built and timed without the limits, else None; ``other results`` its times on ``others``
@@ -35,14 +51,15 @@ def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology, root: int
         return name, None, str(e).splitlines()[0] if str(e) else type(e).__name__, None, ()
 
 
-def by_time(ranked: list) -> list:
+def by_time(ranked: Ranked) -> Ranked:
     """Fastest first, ties by name; a schedule timed at 0 s (or not a finite time) moves nothing
     the model can see: never first."""
     return sorted(ranked, key=lambda x: (not 0 < x[1].time_s < float("inf"), x[1].time_s, x[0]))
 
 
-def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | None = None,
-                    jobs: int = 1, others: tuple = ()):
+def rank_algorithms(coll: str, ranks: int, nbytes: int, topology: Topology, root: int | None = None,
+                    jobs: int = 1, others: tuple[Topology, ...] = ()
+                    ) -> tuple[Ranked, list[tuple[str, str | None]], dict[str, str], list[Ranked]]:
     """Simulate every available algorithm supporting ``coll`` and each of its variants
     (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
     (its messages as large as the runtime moves at that size) and verified, ``jobs`` candidates
@@ -57,8 +74,10 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     """
     from ccxml.algorithms import registry
     from ccxml.driver.pool import run_all
-    ranked, skipped, unbounded = [], [], {}
-    alt: list[list] = [[] for _ in others]
+    ranked: Ranked = []
+    skipped: list[tuple[str, str | None]] = []
+    unbounded: dict[str, str] = {}
+    alt: list[Ranked] = [[] for _ in others]
     work = [(name, coll, ranks, nbytes, topology, root, tuple(others)) for name in registry.entries(coll)]
     for name, result, why, limit, more in run_all(_rank_one, work, jobs):
         if result is None:
@@ -72,7 +91,7 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology, root: int | No
     return by_time(ranked), skipped, unbounded, [by_time(lst) for lst in alt]
 
 
-def other_reading(topo):
+def other_reading(topo: Topology) -> tuple[str, Topology] | None:
     """(name, topology) of the other reading of the NICs' per-message cost (docs/nic-model.md):
     NCCL's (``proxy = "nic"``: a network step's latency is latency) or a serial proxy's
     (``proxy = "serial"``); None when the topology has no such choice."""
@@ -84,7 +103,8 @@ def other_reading(topo):
     return other, Topology.from_dict({"network": spec.with_proxy(other)})
 
 
-def bounds(topo, schedule, sizes: list[int], root: int | None = None) -> list:
+def bounds(topo: Topology, schedule: Schedule, sizes: list[int], root: int | None = None
+           ) -> list[BusbwBound | None]:
     """The topology's busbw bound for ``schedule``'s collective at each size (None each when it
     has fewer than 2 ranks); ``root`` defaults to the one the file records."""
     from ccxml.simulator import busbw_bound
@@ -93,7 +113,7 @@ def bounds(topo, schedule, sizes: list[int], root: int | None = None) -> list:
     return [busbw_bound(topo, schedule.coll, p, n, the_root) if p >= 2 else None for n in sizes]
 
 
-def exact_bound_lines(topo, coll, busbw: float | None = None) -> list[str]:
+def exact_bound_lines(topo: Topology, coll: Coll | str, busbw: float | None = None) -> list[str]:
     """``# ``-lines of the exact max-flow bound (AllGather, ReduceScatter, AllReduce on a network
     topology; ccxml.topology.flow), with its cut and the route rule, and the share ``busbw`` reaches."""
     net = getattr(topo, "network", None)

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ccxml.driver.topology import OptionError, TopologyOptions, check_fit, ranks_of, resolve_topology
 from ccxml.vocab.errors import CcxmlError
 from ccxml.vocab.wire import UNBOUNDED
+
+if TYPE_CHECKING:
+    from ccxml.loader.model import Schedule
+    from ccxml.topology.model import Topology
 
 
 class SourceError(CcxmlError):
@@ -31,14 +36,14 @@ UNVERIFIED_NOTE = "not verified (--unverified): the figures are those of a sched
 @dataclass
 class Source:
     """What ``ccxml simulate SOURCE`` (or ``show``) runs: one schedule per size, on a topology."""
-    schedules: list
+    schedules: list[Schedule]
     label: str
-    topology: object
+    topology: Topology
     notes: list[str]
     is_file: bool
 
     @property
-    def schedule(self):
+    def schedule(self) -> Schedule:
         """The schedule of the largest size (the only one for a file)."""
         return self.schedules[-1]
 
@@ -48,7 +53,7 @@ def names_file(source: str) -> bool:
     return os.path.lexists(source) or source.lower().endswith(".xml")
 
 
-def verification_failure(schedule, profile: str = "exec") -> str | None:
+def verification_failure(schedule: Schedule, profile: str = "exec") -> str | None:
     """The first reason ``ccxml verify`` (``profile``, every call form the file declares) fails
     ``schedule``, or None when it passes (warnings pass, as in ``verify`` without --strict)."""
     from ccxml.interpreter import verify
@@ -60,12 +65,13 @@ def verification_failure(schedule, profile: str = "exec") -> str | None:
     return str(fails[0]) if fails else None
 
 
-def check_verified(schedules, label: str, unverified: bool, command: str, profile: str = "exec") -> list[str]:
+def check_verified(schedules: Iterable[Schedule], label: str, unverified: bool, command: str,
+                   profile: str = "exec") -> list[str]:
     """Raise :class:`Unverified` for a schedule that fails verification for ``profile``, unless
     ``unverified``: then the notes say it was not verified. Returns the notes to print."""
     if unverified:
         return [UNVERIFIED_NOTE]
-    seen: set = set()
+    seen: set[int] = set()
     for sch in schedules:
         if id(sch) in seen:
             continue
@@ -77,7 +83,8 @@ def check_verified(schedules, label: str, unverified: bool, command: str, profil
     return []
 
 
-def load_source(source: str, sizes: list[int], *, ranks=None, coll=None, root=None,
+def load_source(source: str, sizes: list[int], *, ranks: int | None = None, coll: str | None = None,
+                root: int | None = None,
                 topology: TopologyOptions = TopologyOptions(), command: str = "simulate",
                 opts: dict[str, str] | None = None, unverified: bool = False) -> Source:
     """SOURCE (an MSCCL XML file, or an algorithm name built in memory for every size, §6, with
@@ -132,7 +139,7 @@ def load_source(source: str, sizes: list[int], *, ranks=None, coll=None, root=No
     return Source(built, label, topo, notes, False)
 
 
-def window_warning(schedule, sizes) -> str | None:
+def window_warning(schedule: Schedule, sizes: Sequence[int]) -> str | None:
     """What to say when some of ``sizes`` fall outside the file's minBytes..maxBytes window (the
     runtime would not pick the file for them), or None."""
     lo, hi = schedule.min_bytes or 0, schedule.max_bytes or 0

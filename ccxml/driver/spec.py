@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ccxml.vocab.wire import Coll
+
+if TYPE_CHECKING:
+    from ccxml.frontend.chunk import Program
+    from ccxml.ir.nodes import Algo
+    from ccxml.loader.model import Schedule
+    from ccxml.passes import Hook
+    from ccxml.topology.model import Topology
 
 
 @dataclass(frozen=True)
@@ -39,18 +46,18 @@ class AlgorithmSpec:
     opts: Mapping[str, str] = field(default_factory=dict)
     strict: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("options", "params", "opts"):       # read-only copies: the spec is a value
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name) or {})))
         object.__setattr__(self, "collective", Coll(self.collective).value)
 
-    def with_options(self, **options) -> AlgorithmSpec:
+    def with_options(self, **options: Any) -> AlgorithmSpec:
         """The same spec with some :class:`Options` fields replaced (e.g. ``max_bytes``)."""
         from dataclasses import replace
         return replace(self, options={**self.options, **options})
 
 
-def build(spec: AlgorithmSpec):
+def build(spec: AlgorithmSpec) -> Program:
     """The Program ``spec`` describes (built, not compiled). Raises ValueError subclasses
     (unknown algorithm, a shape or option the builder refuses, ...)."""
     from ccxml.algorithms import registry
@@ -71,19 +78,20 @@ def build(spec: AlgorithmSpec):
                           **{**spec.params, **kwargs})
 
 
-def compile(program, profile: str = "exec", *, merge_rcs: bool = True, hook=None):
+def compile(program: Program, profile: str = "exec", *, merge_rcs: bool = True,
+            hook: Hook | None = None) -> Algo:
     """``program`` compiled for runtime ``profile`` (its passes; ``hook(pass, algo)`` after
     each): the compiled Algo."""
     return program.compile(profile, merge_rcs=merge_rcs, hook=hook)
 
 
-def export(algo, profile: str = "exec") -> str:
+def export(algo: Algo, profile: str = "exec") -> str:
     """The MSCCL XML text of a compiled Algo, for ``profile``."""
     from ccxml.writer.msccl import to_xml
     return to_xml(algo, profile)
 
 
-def compiled(spec: AlgorithmSpec, profile: str = "exec"):
+def compiled(spec: AlgorithmSpec, profile: str = "exec") -> Algo:
     """:func:`build`, then :func:`compile` for ``profile``: the compiled Algo."""
     return compile(build(spec), profile)
 
@@ -93,7 +101,8 @@ def text(spec: AlgorithmSpec, profile: str = "exec") -> str:
     return export(compiled(spec, profile), profile)
 
 
-def schedule(spec: AlgorithmSpec, profile: str = "exec", *, on_limit: Callable[[str], None] | None = None):
+def schedule(spec: AlgorithmSpec, profile: str = "exec", *,
+             on_limit: Callable[[str], None] | None = None) -> Schedule:
     """``spec`` written for ``profile`` and read back by the loader: a Schedule. When the
     profile's limits stop it and ``on_limit`` is given, it is built again for the
     :data:`~ccxml.vocab.wire.UNBOUNDED` profile (to be timed, never written) and ``on_limit``
@@ -113,14 +122,14 @@ def schedule(spec: AlgorithmSpec, profile: str = "exec", *, on_limit: Callable[[
 
 
 def schedules(spec: AlgorithmSpec, sizes: list[int], profile: str = "exec", *,
-              on_limit: Callable[[str], None] | None = None) -> list:
+              on_limit: Callable[[str], None] | None = None) -> list[Schedule]:
     """One schedule per size, what ``simulate``, ``select`` and ``tune`` time: ``spec`` built for
     a window ending at that size (messages as large as the runtime moves at that size, §6).
     Sizes that give the same primitive-call size share one schedule."""
     from ccxml.vocab.wire import max_allowed_count
     first = schedule(spec.with_options(max_bytes=max(sizes)), profile, on_limit=on_limit)
     built = {max_allowed_count(first.proto, max(sizes), first.nchunksperloop): first}
-    out = []
+    out: list[Schedule] = []
     for n in sizes:
         allowed = max_allowed_count(first.proto, n, first.nchunksperloop)
         if allowed not in built:
@@ -138,31 +147,39 @@ def limit_note(name: str, reason: str, profile: str = "exec") -> str:
 
 # ---- the keyword forms (the tests and benchmarks call these) --------------------------------
 
-def _spec(algorithm: str, coll: str, ranks: int, root, topology, opts, options) -> AlgorithmSpec:
+def _spec(algorithm: str, coll: str, ranks: int, root: int | None, topology: Topology | None,
+          opts: Mapping[str, str] | None, options: Mapping[str, Any]) -> AlgorithmSpec:
     return AlgorithmSpec(algorithm, coll, ranks, options=options, topology=topology, root=root, opts=opts or {})
 
 
-def compiled_algorithm(algorithm: str, coll: str, ranks: int, *, root: int | None = None, topology=None,
-                       target: str = "exec", opts: dict[str, str] | None = None, **options):
+def compiled_algorithm(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
+                       topology: Topology | None = None, target: str = "exec",
+                       opts: dict[str, str] | None = None, **options: Any) -> Algo:
     """:func:`compiled` of ``AlgorithmSpec(algorithm, coll, ranks, ...)`` for profile ``target``;
     ``options`` are :class:`Options` fields."""
     return compiled(_spec(algorithm, coll, ranks, root, topology, opts, options), target)
 
 
-def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None, topology=None,
-                       target: str = "exec", opts: dict[str, str] | None = None, on_limit=None, **options):
+def algorithm_schedule(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
+                       topology: Topology | None = None, target: str = "exec",
+                       opts: dict[str, str] | None = None, on_limit: Callable[[str], None] | None = None,
+                       **options: Any) -> Schedule:
     """:func:`schedule` of ``AlgorithmSpec(algorithm, coll, ranks, ...)`` for profile ``target``."""
     return schedule(_spec(algorithm, coll, ranks, root, topology, opts, options), target, on_limit=on_limit)
 
 
 def algorithm_schedules(algorithm: str, coll: str, ranks: int, sizes: list[int], *, root: int | None = None,
-                        topology=None, target: str = "exec", opts: dict[str, str] | None = None, on_limit=None):
+                        topology: Topology | None = None, target: str = "exec",
+                        opts: dict[str, str] | None = None,
+                        on_limit: Callable[[str], None] | None = None) -> list[Schedule]:
     """:func:`schedules` of ``AlgorithmSpec(algorithm, coll, ranks, ...)`` for profile ``target``."""
     return schedules(_spec(algorithm, coll, ranks, root, topology, opts, {}), sizes, target, on_limit=on_limit)
 
 
-def generate_spec(algorithm: str, coll: str, ranks: int, *, root=None, topology=None, opts=None, counts=None,
-                  intra=None, inter=None, variant=None, **options) -> AlgorithmSpec:
+def generate_spec(algorithm: str, coll: str, ranks: int, *, root: int | None = None,
+                  topology: Topology | None = None, opts: Mapping[str, str] | None = None,
+                  counts: Any = None, intra: Any = None, inter: Any = None, variant: Any = None,
+                  **options: Any) -> AlgorithmSpec:
     """``ccxml generate``'s spec (:attr:`AlgorithmSpec.strict`): ``counts``, ``intra``, ``inter`` and
     ``variant`` go to the builder, which validates them (one that takes none of them says so);
     ``options`` are :class:`Options` fields."""
@@ -173,7 +190,7 @@ def generate_spec(algorithm: str, coll: str, ranks: int, *, root=None, topology=
 
 
 def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", merge_rcs: bool = True,
-                  hook=None, **kwargs):
+                  hook: Hook | None = None, **kwargs: Any) -> tuple[str, Algo]:
     """:func:`generate_spec` built, compiled for ``target`` and exported: (xml text, compiled Algo),
     the bytes ``ccxml generate`` writes."""
     algo = compile(build(generate_spec(algorithm, coll, ranks, **kwargs)), target, merge_rcs=merge_rcs, hook=hook)

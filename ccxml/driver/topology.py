@@ -10,6 +10,11 @@ an :class:`OptionError` (one line in the options' own words; the command line pr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ccxml.loader.model import Schedule
+    from ccxml.topology.model import Topology
 
 
 class OptionError(ValueError):
@@ -54,7 +59,8 @@ class TopologyOptions:
         return "the topology the file records"
 
 
-def resolve_topology(options: TopologyOptions, *, ranks: int | None = None, schedule=None, default=None):
+def resolve_topology(options: TopologyOptions, *, ranks: int | None = None, schedule: Schedule | None = None,
+                     default: Topology | None = None) -> tuple[Topology, list[str]]:
     """(Topology, notes for the user) from ``options``.
 
     A shape (``groups``, ``servers``/``ranks_per_server``; ``ranks`` completes a half-given one)
@@ -99,7 +105,12 @@ def _shape(o: TopologyOptions, ranks: int | None) -> tuple[int, int]:
     ``ranks``."""
     if o.servers and o.ranks_per_server:
         return o.servers, o.ranks_per_server
-    known, name = (o.servers, "--servers") if o.servers else (o.ranks_per_server, "--ranks-per-server")
+    if o.servers:
+        known, name = o.servers, "--servers"
+    elif o.ranks_per_server:
+        known, name = o.ranks_per_server, "--ranks-per-server"
+    else:                       # resolve_topology calls this only when one of them is given
+        raise OptionError("give both --servers and --ranks-per-server (or --ranks)")
     if ranks is None:
         raise OptionError("give both --servers and --ranks-per-server (or --ranks)")
     if known < 1 or ranks % known:
@@ -107,7 +118,7 @@ def _shape(o: TopologyOptions, ranks: int | None) -> tuple[int, int]:
     return (known, ranks // known) if o.servers else (ranks // known, known)
 
 
-def ranks_of(topo, ranks: int | None) -> int:
+def ranks_of(topo: Topology, ranks: int | None) -> int:
     """``ranks``, or the topology's rank count (a mismatch is :func:`check_fit`'s to report)."""
     if ranks is None:
         if topo.nranks is None:
@@ -117,7 +128,7 @@ def ranks_of(topo, ranks: int | None) -> int:
     return ranks
 
 
-def check_fit(topo, ranks: int, options: TopologyOptions, *, schedule: str | None = None,
+def check_fit(topo: Topology, ranks: int, options: TopologyOptions, *, schedule: str | None = None,
               given: str | None = None) -> None:
     """An OptionError in the options' words when the topology's groups do not add up to the rank
     count: which options disagree and how to make them agree. ``schedule``: the file whose
@@ -142,7 +153,7 @@ def check_fit(topo, ranks: int, options: TopologyOptions, *, schedule: str | Non
     raise OptionError(f"--ranks {ranks} disagrees with {given}: {shape}; {fix}")
 
 
-def free_model_problem(topo) -> str | None:
+def free_model_problem(topo: Topology) -> str | None:
     """Why a dedicated-link model in which transfers cost nothing (alpha = beta = 0 on every level)
     cannot be used (it would time every schedule at 0 s, and bandwidths and ratios would divide by
     zero), or None."""
@@ -155,7 +166,7 @@ def free_model_problem(topo) -> str | None:
     return None
 
 
-def fit_ranks(topo, ranks: int | None, options: TopologyOptions) -> int | None:
+def fit_ranks(topo: Topology | None, ranks: int | None, options: TopologyOptions) -> int | None:
     """``generate``'s rank count: ``ranks``, else the topology's; an OptionError when both are
     given and disagree."""
     if topo is None or topo.nranks is None:
