@@ -671,15 +671,17 @@ class Program:
 
     # ---- compilation --------------------------------------------------------------------
     def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True,
-                hook=None) -> Algo:
-        """Run the passes once (thread blocks, order, fusion, profile limits, dependencies);
+                hook=None, passes=None) -> Algo:
+        """Run the passes once (thread blocks, order, fusion, profile limits, dependencies;
+        ``passes``, a :class:`ccxml.passes.Pipeline`, replaces the target's default);
         ``hook(pass, algo)`` is called after each (:meth:`ccxml.passes.Pipeline.run`)."""
         if not self._compiled:
             if self._ends:
                 self._match_ends()
             self._compiled = _FAILED                 # until the passes have all run
             self._writer = self._readers = None      # the access tables are done with
-            compile_algo(self.algo, target=target, merge_rcs=merge_rcs, sort=sort, hook=hook)
+            compile_algo(self.algo, target=target, merge_rcs=merge_rcs, sort=sort, hook=hook,
+                         passes=passes)
             self._compiled = target
         elif self._compiled is _FAILED:
             raise ChunkError("an earlier compile() of this program failed; build it again")
