@@ -48,7 +48,7 @@ def generate_algo(algorithm: str, coll: str, ranks: int, *, target: str = "exec"
     """:func:`build_program`, then compile (``hook(pass, algo)`` after each pass); returns the
     compiled Algo. Raises ValueError subclasses."""
     prog = build_program(algorithm, coll, ranks, **kwargs)
-    return prog.compile(target, merge_rcs=merge_rcs, hook=hook)
+    return prog.compile(target, merge_rcs=merge_rcs, hook=hook, consume=True)   # compiled once
 
 
 def generate_text(algorithm: str, coll: str, ranks: int, *, target: str = "exec", **kwargs):
@@ -227,7 +227,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             if timer is not None:
                 timer.lap("build (Chunk API)")
             try:
-                algo = prog.compile(target, merge_rcs=not no_fuse, passes=passes,
+                algo = prog.compile(target, merge_rcs=not no_fuse, passes=passes, consume=True,
                                     hook=after_pass if timer or dump_after else None)
             finally:
                 if dumps:                       # also when a later pass failed

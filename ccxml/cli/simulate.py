@@ -80,7 +80,7 @@ def compiled_algorithm(algorithm: str, coll: str, ranks: int, *, root: int | Non
         kwargs.update(alg.parse_options(c, opts))
     prog = registry.build(algorithm, c, ranks, options=Options(**options), root=root, **kwargs,
                           **variant)
-    return prog.compile(target)
+    return prog.compile(target, consume=True)          # a program of its own, compiled once
 
 
 def limit_note(name: str, reason: str, target: str = "exec") -> str:

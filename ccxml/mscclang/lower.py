@@ -96,7 +96,7 @@ def lower_program(prog: MSCCLProgram, target: str, session: Session) -> Lowered:
         if why:
             session.note("tb-hints", f"{prog.name}: sendtb/recvtb not used: {why}; ccxml placed "
                                      f"the steps in one thread block per connection")
-    algo = cprog.compile(target, merge_rcs=bool(prog.instr_fusion))
+    algo = cprog.compile(target, merge_rcs=bool(prog.instr_fusion), consume=True)
     _note_splits(prog, algo, target, session)
     text = to_xml(algo, target)
     output = Output(prog.name, prog.num_ranks, coll.value if coll else CUSTOM_COLL, text,

@@ -125,7 +125,7 @@ def build_text(algorithm: str, coll: str, cfg: TuneConfig, inplace: bool, min_by
                    min_bytes=min_bytes, max_bytes=max_bytes)
     prog = registry.build(algorithm, c, cfg.ranks, options=opts, root=cfg.root if c.rooted else None,
                           **kwargs)
-    return to_xml(prog.compile(cfg.target), cfg.target)
+    return to_xml(prog.compile(cfg.target, consume=True), cfg.target)   # compiled once: no copy
 
 
 def candidates(coll: str, cfg: TuneConfig) -> list[str]:
