@@ -8,7 +8,7 @@ import click
 
 from ccxml.cli.options import OUTPUT, OWN_OPTIONS, SIZE, cannot_write, opt_option, read_opts
 from ccxml.passes.registry import parse_pipeline, pass_names, pipeline
-from ccxml.vocab.wire import PROFILES, Coll, Proto, profile
+from ccxml.vocab.wire import PROFILES, Coll, Profile, Proto, profile
 
 COLL_NAMES = [c.value for c in Coll]
 
@@ -170,8 +170,9 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     added to its name (--servers 4 --ranks-per-server 4: out/2d-torus_allreduce_16_4x4.xml,
     --preset dgx-h100 --nodes 2: out/2d-torus_allreduce_16_dgx-h100x2.xml); -o names it."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
-    passes = _passes_option(passes_text, target, no_fuse)
-    _check_dump_after(dump_after, target, no_fuse, passes)
+    prof = profile(target)              # resolved once: the passes get this object
+    passes = _passes_option(passes_text, no_fuse)
+    _check_dump_after(dump_after, prof, no_fuse, passes)
     opts = read_opts(opts)
     timer = None
     if time_passes:
@@ -227,7 +228,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             if timer is not None:
                 timer.lap("build (Chunk API)")
             try:
-                algo = prog.compile(target, merge_rcs=not no_fuse, passes=passes, consume=True,
+                algo = prog.compile(prof, merge_rcs=not no_fuse, passes=passes, consume=True,
                                     hook=after_pass if timer or dump_after else None)
             finally:
                 if dumps:                       # also when a later pass failed
@@ -361,7 +362,7 @@ def _cut_clause(algo) -> str:
     return f"; {algo.cut_messages} messages cut to {algo.cut_to} chunks ({why})"
 
 
-def _passes_option(text: str | None, target: str, no_fuse: bool):
+def _passes_option(text: str | None, no_fuse: bool):
     """The pipeline --passes spells (None: the target's default); one line and exit 2 for text
     that names an unknown pass or option."""
     if text is None:
@@ -375,16 +376,16 @@ def _passes_option(text: str | None, target: str, no_fuse: bool):
         _fail(f"--passes: {e}")
 
 
-def _check_dump_after(names, target: str, no_fuse: bool, passes=None) -> None:
+def _check_dump_after(names, prof: Profile, no_fuse: bool, passes=None) -> None:
     """One line and exit 2 for a --dump-after pass that does not exist or does not run here."""
-    runs = (passes or pipeline(profile(target), merge_rcs=not no_fuse)).names
+    runs = (passes or pipeline(prof, merge_rcs=not no_fuse)).names
     known = pass_names()
     for name in names:
         if name not in known:
             _fail(f"--dump-after: unknown pass {name!r}; passes: {', '.join(known)}")
         if name not in runs:
             how = " with --passes" if passes else " with --no-fuse" if no_fuse else ""
-            _fail(f"--dump-after {name}: that pass does not run for target {target}"
+            _fail(f"--dump-after {name}: that pass does not run for target {prof.name}"
                   f"{how}; it runs {', '.join(runs)}")
 
 

@@ -720,8 +720,9 @@ class Program:
         done.results[key] = algo
         return algo
 
-    def to_xml(self, target: str = "exec", **options) -> str:
-        return to_xml(self.compile(target, **options), target=target)
+    def to_xml(self, target: Profile | str = "exec", **options) -> str:
+        prof = target if isinstance(target, Profile) else profile(target)
+        return to_xml(self.compile(prof, **options), target=prof.name)
 
 
 __all__ = ["Chunk", "ChunkError", "IRError", "Program", "buffer_named"]

@@ -30,7 +30,7 @@ from ccxml.mscclang.collectives import CCXML_COLLS
 from ccxml.mscclang.program import COPY, MSCCLProgram, Output, Session
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import CollectiveError, MSCCLangError
-from ccxml.vocab.wire import CUSTOM_COLL, INPUT, OUTPUT, SCRATCH, Coll, profile
+from ccxml.vocab.wire import CUSTOM_COLL, INPUT, OUTPUT, SCRATCH, Coll, Profile, profile
 from ccxml.writer.msccl import to_xml
 
 
@@ -58,7 +58,8 @@ def lower_program(prog: MSCCLProgram, target: str, session: Session) -> Lowered:
         raise MSCCLangError(f"{prog.name}: {e}") from None
     place = _placer(prog)
     hints = _Hints(prog) if prog.threadblock_policy == ThreadblockPolicy.manual else None
-    spread = None if hints is not None else _spread(prog, target, session)
+    prof = profile(target)              # resolved once, for the compile and the notes
+    spread = None if hints is not None else _spread(prog, prof, session)
     nch = 1 + max(max((op[5] for op in prog.ops), default=0),       # channels of one instance
                   spread(0, prog.num_ranks // 2) if spread else 0)
     pending = [g.pending for g in cprog.algo.gpus]
@@ -96,8 +97,8 @@ def lower_program(prog: MSCCLProgram, target: str, session: Session) -> Lowered:
         if why:
             session.note("tb-hints", f"{prog.name}: sendtb/recvtb not used: {why}; ccxml placed "
                                      f"the steps in one thread block per connection")
-    algo = cprog.compile(target, merge_rcs=bool(prog.instr_fusion), consume=True)
-    _note_splits(prog, algo, target, session)
+    algo = cprog.compile(prof, merge_rcs=bool(prog.instr_fusion), consume=True)
+    _note_splits(prog, algo, prof, session)
     text = to_xml(algo, target)
     output = Output(prog.name, prog.num_ranks, coll.value if coll else CUSTOM_COLL, text,
                     sum(len(g.tbs) for g in algo.gpus),
@@ -130,13 +131,13 @@ def _layout(prog: MSCCLProgram, coll: Coll | None) -> tuple[int, list[tuple[int,
     return c, sizes
 
 
-def _spread(prog: MSCCLProgram, target: str, session: Session):
+def _spread(prog: MSCCLProgram, prof: Profile, session: Session):
     """Under the auto policy, the channel of a transfer the program leaves to the compiler:
     None (channel 0, as msccl-tools picks) unless some rank would then talk to more peers in one
     direction than a channel connects (32); then the ring distance d of the two ranks (1..n/2)
     picks it, 16 distances a channel: every rank has at most 32 peers per channel, and a pair
     of ranks talks on one channel both ways (one full-duplex TB)."""
-    limit = profile(target).max_tbs_per_chan_dir
+    limit = prof.max_tbs_per_chan_dir
     sends: dict[int, set] = {}
     recvs: dict[int, set] = {}
     for _, src, dst, _, _, ch in prog.ops:
@@ -251,11 +252,11 @@ class _Hints:
         return None
 
 
-def _note_splits(prog: MSCCLProgram, algo: Algo, target: str, session: Session) -> None:
+def _note_splits(prog: MSCCLProgram, algo: Algo, prof: Profile, session: Session) -> None:
     split = sum(1 for g in algo.gpus for tb in g.tbs if tb.segment == 1)
     if split:
-        session.note("split", f"{prog.name}: {split} thread block(s) longer than the {target} "
-                              f"runtime's {profile(target).max_steps_per_tb} steps went onto "
+        session.note("split", f"{prog.name}: {split} thread block(s) longer than the {prof.name} "
+                              f"runtime's {prof.max_steps_per_tb} steps went onto "
                               f"extra channels")
 
 
