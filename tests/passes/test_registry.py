@@ -164,3 +164,15 @@ def test_registering_a_second_pass_of_a_known_name_is_refused():
         name = "fusion"
     with pytest.raises(ValueError, match="two passes are named 'fusion'"):
         registry.register(Other)
+
+
+def test_each_pass_module_defines_its_one_frozen_pass():
+    import dataclasses
+    import inspect
+    for cls in registry.registered():
+        module = sys.modules[cls.__module__]
+        mine = [c for _, c in inspect.getmembers(module, inspect.isclass)
+                if issubclass(c, Pass) and c is not Pass and c.__module__ == module.__name__]
+        assert mine == [cls], module.__name__
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+        assert cls.__doc__ and cls.__doc__ != Pass.__doc__
