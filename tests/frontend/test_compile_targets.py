@@ -95,7 +95,7 @@ def test_clone_copies_every_step_field():
     import ast
 
     import ccxml.ir.nodes as nodes
-    tree = ast.parse(Path(nodes.__file__).with_suffix(".py").read_text())
+    tree = ast.parse((Path(nodes.__file__).parent / "nodes.py").read_text())
     step = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Step")
     slots = next(ast.literal_eval(n.value) for n in step.body if isinstance(n, ast.Assign)
                  and n.targets[0].id == "__slots__")
