@@ -40,7 +40,8 @@ def main() -> None:
     add_argument(ap)
     args = ap.parse_args()
     announce(times_native=True, allow_pure=args.allow_pure)
-    passes = pipeline(profile(args.target))
+    prof = profile(args.target)
+    passes = pipeline(prof)
     gc.disable()
     best: dict[str, float] = {}
     issued = 0
@@ -51,7 +52,7 @@ def main() -> None:
         algo = prog.algo
         issued = sum(len(g.pending) for g in algo.gpus)
         timer.restart()
-        passes.run(algo, hook=timer)
+        passes.run(algo, prof, hook=timer)
         to_xml(algo, args.target)
         timer.lap("writer")
         for lap in timer.laps:

@@ -8,8 +8,8 @@ import sys
 import click
 
 from ccxml.cli.options import OUTPUT, OWN_OPTIONS, SIZE, cannot_write, opt_option, read_opts
-from ccxml.passes.pipeline import PASS_NAMES, pipeline
-from ccxml.vocab.wire import PROFILES, Coll, Proto, profile
+from ccxml.passes.registry import parse_pipeline, pass_names, pipeline
+from ccxml.vocab.wire import PROFILES, Coll, Profile, Proto, profile
 
 COLL_NAMES = [c.value for c in Coll]
 
@@ -85,13 +85,17 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
               help="Print CPU time and memory of the build, each pass and the writer to stderr.")
 @click.option("--dump-after", multiple=True, metavar="PASS",
               help="Print the IR after PASS, one line per step (repeatable). Passes: "
-                   + ", ".join(PASS_NAMES) + ".")
+                   + ", ".join(pass_names()) + ".")
+@click.option("--passes", "passes_text", default=None, metavar="PIPELINE",
+              help="Run these passes instead of the target's (experiments; docs/passes.md), e.g. "
+                   "threadblocks,ordering,fusion{merge_rcs=false},splitting,dependencies,"
+                   "numbering,checks.")
 @click.option("--dump-to", type=OUTPUT, default="-", show_default=True, metavar="PATH",
               help="Where --dump-after writes: - for stdout, or a file.")
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
              counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
              preset=None, nodes=None, intra=None, inter=None, variant=None, opts=(), quiet=False,
-             time_passes=False, dump_after=(), dump_to="-"):
+             time_passes=False, dump_after=(), dump_to="-", passes_text=None):
     """Generate ALGORITHM's MSCCL XML for a collective.
 
     ALGORITHM is a built-in or an installed plugin (ccxml list); options of its builder that
@@ -108,7 +112,9 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
     added to its name (--servers 4 --ranks-per-server 4: out/2d-torus_allreduce_16_4x4.xml,
     --preset dgx-h100 --nodes 2: out/2d-torus_allreduce_16_dgx-h100x2.xml); -o names it."""
     from ccxml.cli.progress import Progress  # a bar on a terminal for runs over 1 s
-    _check_dump_after(dump_after, target, no_fuse)
+    prof = profile(target)              # resolved once: the passes get this object
+    passes = _passes_option(passes_text, no_fuse)
+    _check_dump_after(dump_after, prof, no_fuse, passes)
     opts = read_opts(opts)
     timer = None
     if time_passes:
@@ -157,7 +163,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             if timer is not None:
                 timer.lap("build (Chunk API)")
             try:
-                algo = compile_program(prog, target, merge_rcs=not no_fuse,
+                algo = compile_program(prog, prof, merge_rcs=not no_fuse, passes=passes, consume=True,
                                        hook=after_pass if timer or dump_after else None)
             finally:
                 if dumps:                       # also when a later pass failed
@@ -328,15 +334,31 @@ def _cut_clause(algo) -> str:
     return f"; {algo.cut_messages} messages cut to {algo.cut_to} chunks ({why})"
 
 
-def _check_dump_after(names, target: str, no_fuse: bool) -> None:
+def _passes_option(text: str | None, no_fuse: bool):
+    """The pipeline --passes spells (None: the target's default); one line and exit 2 for text
+    that names an unknown pass or option."""
+    if text is None:
+        return None
+    if no_fuse:
+        _fail("--no-fuse and --passes: write fusion{merge_rcs=false} in --passes instead")
+    from ccxml.passes.base import PipelineError
+    try:
+        return parse_pipeline(text)
+    except PipelineError as e:
+        _fail(f"--passes: {e}")
+
+
+def _check_dump_after(names, prof: Profile, no_fuse: bool, passes=None) -> None:
     """One line and exit 2 for a --dump-after pass that does not exist or does not run here."""
-    runs = pipeline(profile(target), merge_rcs=not no_fuse).names
+    runs = (passes or pipeline(prof, merge_rcs=not no_fuse)).names
+    known = pass_names()
     for name in names:
-        if name not in PASS_NAMES:
-            _fail(f"--dump-after: unknown pass {name!r}; passes: {', '.join(PASS_NAMES)}")
+        if name not in known:
+            _fail(f"--dump-after: unknown pass {name!r}; passes: {', '.join(known)}")
         if name not in runs:
-            _fail(f"--dump-after {name}: that pass does not run for target {target}"
-                  f"{' with --no-fuse' if no_fuse else ''}; it runs {', '.join(runs)}")
+            how = " with --passes" if passes else " with --no-fuse" if no_fuse else ""
+            _fail(f"--dump-after {name}: that pass does not run for target {prof.name}"
+                  f"{how}; it runs {', '.join(runs)}")
 
 
 #: the builder options the shape of the run gives (rank counts, topology, root, counts)

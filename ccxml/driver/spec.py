@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ccxml.vocab.wire import Coll
+from ccxml.vocab.wire import Coll, Profile
 
 if TYPE_CHECKING:
     from ccxml.frontend.chunk import Program
@@ -78,11 +78,13 @@ def build(spec: AlgorithmSpec) -> Program:
                           **{**spec.params, **kwargs})
 
 
-def compile(program: Program, profile: str = "exec", *, merge_rcs: bool = True,
-            hook: Hook | None = None) -> Algo:
-    """``program`` compiled for runtime ``profile`` (its passes; ``hook(pass, algo)`` after
-    each): the compiled Algo."""
-    return program.compile(profile, merge_rcs=merge_rcs, hook=hook)
+def compile(program: Program, profile: str | Profile = "exec", *, merge_rcs: bool = True,
+            hook: Hook | None = None, passes: str | None = None, consume: bool = False) -> Algo:
+    """``program`` compiled for runtime ``profile`` (its passes, or the pipeline text
+    ``passes``; ``hook(pass, algo)`` after each): the compiled Algo. ``consume``: compile the
+    program itself, which then cannot compile again (no copy: a program built to be compiled
+    once)."""
+    return program.compile(profile, merge_rcs=merge_rcs, hook=hook, passes=passes, consume=consume)
 
 
 def export(algo: Algo, profile: str = "exec") -> str:
@@ -93,7 +95,7 @@ def export(algo: Algo, profile: str = "exec") -> str:
 
 def compiled(spec: AlgorithmSpec, profile: str = "exec") -> Algo:
     """:func:`build`, then :func:`compile` for ``profile``: the compiled Algo."""
-    return compile(build(spec), profile)
+    return compile(build(spec), profile, consume=True)    # a program of its own, compiled once
 
 
 def text(spec: AlgorithmSpec, profile: str = "exec") -> str:

@@ -39,8 +39,9 @@ There is no global "current program": every chunk knows its program.
 """
 from __future__ import annotations
 
+from ccxml.ir.clone import clone_algo
 from ccxml.ir.nodes import Algo, Step, new_step, pack_deps
-from ccxml.passes import compile_algo
+from ccxml.passes import pipeline
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import ChunkError, IRError, LinkError
 from ccxml.vocab.wire import (
@@ -55,9 +56,11 @@ from ccxml.vocab.wire import (
     SEND,
     Buffer,
     Coll,
+    Profile,
     Proto,
     StepType,
     message_cap,
+    profile,
 )
 from ccxml.writer.msccl import to_xml
 
@@ -299,8 +302,16 @@ def buffer_named(name) -> Buffer:
                          f"(or i, o, s)") from None
 
 
-#: Program._compiled while (or after) the passes fail
-_FAILED = "failed"
+class _Compiled:
+    """What a Program's compiles left (``Program._compiled`` once it was compiled): the
+    compiled Algo per (profile name, pipeline text), and the key of the compile that consumed
+    the recorded Algo itself (``consume=True``), if one did."""
+
+    __slots__ = ("results", "consumed")
+
+    def __init__(self):
+        self.results: dict[tuple[str, str], Algo] = {}
+        self.consumed: tuple[str, str] | None = None
 
 #: dense code of a buffer in the per-rank access tables (key = chunk index · 3 + code)
 _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
@@ -670,26 +681,48 @@ class Program:
         algo.cut_to = self.message_cap
 
     # ---- compilation --------------------------------------------------------------------
-    def compile(self, target: str = "exec", *, merge_rcs: bool = True, sort: bool = True,
-                hook=None) -> Algo:
-        """Run the passes once (thread blocks, order, fusion, profile limits, dependencies);
-        ``hook(pass, algo)`` is called after each (:meth:`ccxml.passes.Pipeline.run`)."""
-        if not self._compiled:
+    def compile(self, target: Profile | str = "exec", *, merge_rcs: bool = True,
+                sort: bool = True, hook=None, passes=None, consume: bool = False) -> Algo:
+        """The program compiled for ``target`` (a :class:`~ccxml.vocab.wire.Profile` or its
+        name) by the target's default pipeline (``merge_rcs``, ``sort``) or by ``passes`` (a
+        :class:`ccxml.passes.Pipeline`); ``hook(pass, algo)`` is called after each pass
+        (:meth:`ccxml.passes.Pipeline.run`).
+
+        The passes run on a copy of the recorded :attr:`algo` (:func:`ccxml.ir.clone.clone_algo`),
+        so one program compiles for several targets and each gives the files a fresh build would
+        (a compile that fails leaves the program usable). The same target and pipeline again
+        returns the same Algo. ``consume=True`` compiles the recorded Algo itself, with no copy
+        (for a caller that compiles once, as ``ccxml generate`` does: the copy would double the
+        memory of a large program); the program cannot compile for anything else after that."""
+        prof = target if isinstance(target, Profile) else profile(target)
+        if passes is None:
+            passes = pipeline(prof, merge_rcs=merge_rcs, sort=sort)
+        key = (prof.name, str(passes))
+        done = self._compiled
+        if not done:
             if self._ends:
                 self._match_ends()
-            self._compiled = _FAILED                 # until the passes have all run
             self._writer = self._readers = None      # the access tables are done with
-            compile_algo(self.algo, target=target, merge_rcs=merge_rcs, sort=sort, hook=hook)
-            self._compiled = target
-        elif self._compiled is _FAILED:
-            raise ChunkError("an earlier compile() of this program failed; build it again")
-        elif self._compiled != target:
-            raise ChunkError(f"this program was compiled for target {self._compiled!r}; "
-                             f"build it again to compile for {target!r}")
-        return self.algo
+            done = self._compiled = _Compiled()
+        algo = done.results.get(key)
+        if algo is not None:
+            return algo
+        if done.consumed is not None:
+            raise ChunkError(f"this program was compiled in place for target {done.consumed[0]!r} "
+                             f"(consume=True); build it again to compile for {prof.name!r}"
+                             + (f" with passes {key[1]}" if done.consumed[0] == prof.name else ""))
+        if consume:
+            done.consumed = key                      # even if a pass fails half-way
+            algo = self.algo
+        else:
+            algo = clone_algo(self.algo)
+        passes.run(algo, prof, hook)
+        done.results[key] = algo
+        return algo
 
-    def to_xml(self, target: str = "exec", **options) -> str:
-        return to_xml(self.compile(target, **options), target=target)
+    def to_xml(self, target: Profile | str = "exec", **options) -> str:
+        prof = target if isinstance(target, Profile) else profile(target)
+        return to_xml(self.compile(prof, **options), target=prof.name)
 
 
 __all__ = ["Chunk", "ChunkError", "IRError", "Program", "buffer_named"]

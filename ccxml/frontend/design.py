@@ -68,7 +68,7 @@ class Algo:
         target, build the dependencies and number everything."""
         if self._built:
             return
-        self.program.compile(self.target, merge_rcs=merge_rcs, sort=sort)
+        self.program.compile(self.target, merge_rcs=merge_rcs, sort=sort, consume=True)
         self._built = True
 
     def _ready(self) -> None:

@@ -32,7 +32,7 @@ from ccxml.mscclang.collectives import CCXML_COLLS
 from ccxml.mscclang.record import COPY, Output, Recorded, Session
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import CollectiveError, MSCCLangError
-from ccxml.vocab.wire import CUSTOM_COLL, INPUT, OUTPUT, SCRATCH, Coll, profile
+from ccxml.vocab.wire import CUSTOM_COLL, INPUT, OUTPUT, SCRATCH, Coll, Profile, profile
 from ccxml.vocab.wire import Buffer as WireBuffer
 
 
@@ -60,7 +60,8 @@ def lower_program(prog: Recorded, target: str, session: Session) -> Lowered:
         raise MSCCLangError(f"{prog.name}: {e}") from None
     place = _placer(prog)
     hints = _Hints(prog) if prog.threadblock_policy == ThreadblockPolicy.manual else None
-    spread = None if hints is not None else _spread(prog, target, session)
+    prof = profile(target)              # resolved once, for the compile and the notes
+    spread = None if hints is not None else _spread(prog, prof, session)
     nch = 1 + max(max((op[5] for op in prog.ops), default=0),       # channels of one instance
                   spread(0, prog.num_ranks // 2) if spread else 0)
     pending = [g.pending for g in cprog.algo.gpus]
@@ -98,8 +99,8 @@ def lower_program(prog: Recorded, target: str, session: Session) -> Lowered:
         if why:
             session.note("tb-hints", f"{prog.name}: sendtb/recvtb not used: {why}; ccxml placed "
                                      f"the steps in one thread block per connection")
-    algo = driver.compile(cprog, target, merge_rcs=bool(prog.instr_fusion))
-    _note_splits(prog, algo, target, session)
+    algo = driver.compile(cprog, prof, merge_rcs=bool(prog.instr_fusion), consume=True)
+    _note_splits(prog, algo, prof, session)
     text = driver.export(algo, target)
     output = Output(prog.name, prog.num_ranks, coll.value if coll else CUSTOM_COLL, text,
                     sum(len(g.tbs) for g in algo.gpus),
@@ -132,13 +133,13 @@ def _layout(prog: Recorded, coll: Coll | None) -> tuple[int, list[tuple[int, int
     return c, sizes
 
 
-def _spread(prog: Recorded, target: str, session: Session):
+def _spread(prog: Recorded, prof: Profile, session: Session):
     """Under the auto policy, the channel of a transfer the program leaves to the compiler:
     None (channel 0, as msccl-tools picks) unless some rank would then talk to more peers in one
     direction than a channel connects (32); then the ring distance d of the two ranks (1..n/2)
     picks it, 16 distances a channel: every rank has at most 32 peers per channel, and a pair
     of ranks talks on one channel both ways (one full-duplex TB)."""
-    limit = profile(target).max_tbs_per_chan_dir
+    limit = prof.max_tbs_per_chan_dir
     sends: dict[int, set] = {}
     recvs: dict[int, set] = {}
     for _, src, dst, _, _, ch in prog.ops:
@@ -253,11 +254,11 @@ class _Hints:
         return None
 
 
-def _note_splits(prog: Recorded, algo: Algo, target: str, session: Session) -> None:
+def _note_splits(prog: Recorded, algo: Algo, prof: Profile, session: Session) -> None:
     split = sum(1 for g in algo.gpus for tb in g.tbs if tb.segment == 1)
     if split:
-        session.note("split", f"{prog.name}: {split} thread block(s) longer than the {target} "
-                              f"runtime's {profile(target).max_steps_per_tb} steps went onto "
+        session.note("split", f"{prog.name}: {split} thread block(s) longer than the {prof.name} "
+                              f"runtime's {prof.max_steps_per_tb} steps went onto "
                               f"extra channels")
 
 

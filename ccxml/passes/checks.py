@@ -14,9 +14,12 @@ breaks a runtime rule never reaches the writer:
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ccxml.ir.nodes import Algo
-from ccxml.vocab.errors import LimitError, LinkError
+from ccxml.passes.base import Pass
+from ccxml.vocab.errors import CcxmlError, LimitError, LinkError
 from ccxml.vocab.wire import Profile
 
 
@@ -160,3 +163,24 @@ def _step_limit_error(gpu, tb, st, p: Profile) -> None:
     raise LimitError(f"gpu {gpu.id} tb {tb.id} step {st.s} depends on tb "
                      f"{st.depid}; the {p.name} limit for depid is {p.max_dep_tb}: "
                      f"use fewer --channels")
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class CheckLinksAndLimits(Pass):
+    """Every link is declared at both ends with equal ``cnt`` sequences and one TB per
+    connection, and every limit of the target holds (raises LinkError / LimitError naming the
+    first that does not)."""
+
+    name: ClassVar[str] = "checks"
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        check_links(algo)
+        check_limits(algo, profile)
+
+    def check(self, algo: Algo, profile: Profile) -> str | None:
+        try:
+            self.run(algo, profile)
+        except CcxmlError as e:
+            return str(e)
+        return None

@@ -15,8 +15,14 @@ form. Guarantees:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from ccxml.ir.nodes import GPU, TB, Algo, Step, step_deps
-from ccxml.vocab.wire import MAX_REDUCE_FUSION, REDUCE
+from ccxml.ir.printer import StepNames
+from ccxml.passes import guarantees as gt
+from ccxml.passes.base import Pass
+from ccxml.vocab.wire import MAX_REDUCE_FUSION, REDUCE, Profile
 
 
 def build_dependencies(algo: Algo) -> None:
@@ -113,3 +119,22 @@ def _cap_reduce_chains(tb) -> None:
             st.publish = True
             run = 0
         prev = st
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class BuildDependencies(Pass):
+    """Each step waits on at most one step (``dep``) of another TB of its GPU, never a ``nop``,
+    with ``hasdep`` set; extra dependencies become ``nop``s right before it; every dependency the
+    Chunk API collected is still waited for; fused ``re`` runs stay within 16 operands; with the
+    nops every TB fits the target's step limit; the runtime's waits (program order, ``dep``,
+    matched sends) stay acyclic."""
+
+    name: ClassVar[str] = "dependencies"
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        build_dependencies(algo)
+
+    def guarantees(self, algo: Algo, n: StepNames, profile: Profile) -> tuple:
+        return (gt.dependencies_built(algo, n, profile, reduce_fuses),
+                gt.dependencies_cover_waits(algo, n), *gt.links_and_order(algo, n, gt.waits_built))

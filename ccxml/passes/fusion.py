@@ -18,7 +18,13 @@ receive keeps its index (the fused step takes the send's). The folded send is le
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from ccxml.ir.nodes import GPU, Algo, Step, step_deps, step_reads_chunk
+from ccxml.ir.printer import StepNames
+from ccxml.passes import guarantees as gt
+from ccxml.passes.base import Pass
 from ccxml.vocab.wire import (
     RECV,
     RECV_COPY_SEND,
@@ -27,6 +33,7 @@ from ccxml.vocab.wire import (
     RECV_REDUCE_SEND,
     SCRATCH,
     SEND,
+    Profile,
     StepType,
 )
 
@@ -115,3 +122,27 @@ def _store_is_dead(r: Step, s: Step) -> bool:
         if w.tb is not r.tb or step_reads_chunk(w, buf, c):
             return False
     return True
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class FuseReceiveSend(Pass):
+    """A receive followed by the send that forwards it becomes ``rcs``/``rrcs``/``rrs`` in a TB
+    with both peers; the link sequences are unchanged (the fused step takes the send's index);
+    the folded send leaves its TB and dependencies on it lead to the fused step; the order of
+    waits stays acyclic. (That fused schedules compute the same values is proven by the
+    interpreter on the written files.) Runs for targets that execute fused types; with
+    ``merge_rcs=false`` it fuses nothing (``ccxml generate --no-fuse``)."""
+
+    name: ClassVar[str] = "fusion"
+    merge_rcs: bool = True
+
+    def applies(self, profile: Profile) -> bool:
+        return self.merge_rcs and profile.fused_types_allowed
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        if self.merge_rcs:
+            fuse_receive_send(algo)
+
+    def guarantees(self, algo: Algo, n: StepNames, profile: Profile) -> tuple:
+        return (gt.fused_steps_whole(algo, n), *gt.links_and_order(algo, n))

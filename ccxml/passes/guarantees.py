@@ -1,4 +1,4 @@
-"""The passes' guarantees as checks over the IR, for :meth:`ccxml.passes.pipeline.Pass.check`.
+"""The passes' guarantees as checks over the IR, for :meth:`ccxml.passes.base.Pass.check`.
 
 Each check walks the schedule as the pass left it and yields one line per broken guarantee,
 naming the step (``gpu 0 tb s1/r3/c0 #2 rrc``, see :mod:`ccxml.ir.printer`) and what is wrong.
@@ -13,7 +13,6 @@ from typing import Callable, Iterable, Iterator
 
 from ccxml.ir.nodes import GPU, TB, Algo, Step, step_deps
 from ccxml.ir.printer import StepNames, tb_label
-from ccxml.passes.dependencies import reduce_fuses
 from ccxml.vocab.wire import (
     MAX_REDUCE_FUSION,
     NOP,
@@ -317,11 +316,13 @@ def pieces_fit_and_chain(algo: Algo, names: StepNames, prof: Profile) -> Problem
 
 
 # ---- dependencies -------------------------------------------------------------------------
-def dependencies_built(algo: Algo, names: StepNames, prof: Profile) -> Problems:
+def dependencies_built(algo: Algo, names: StepNames, prof: Profile,
+                       reduce_fuses: Callable[[Step | None, Step], bool]) -> Problems:
     """Every dependency is one step (``dep``) of another TB of the same GPU that is no ``nop``
     and has ``hasdep``; every ``nop`` has one and is followed by a ``nop`` or a step with its
-    own; runs of ``re`` the runtime would fuse stay within its operand limit; with the nops in,
-    every TB fits the target's step limit."""
+    own; runs of ``re`` the runtime would fuse (``reduce_fuses(previous step, step)``, the
+    dependencies pass's rule) stay within its operand limit; with the nops in, every TB fits the
+    target's step limit."""
     for gpu in algo.gpus:
         for tb in gpu.tbs:
             run = 0
@@ -394,3 +395,11 @@ def numbered(algo: Algo, names: StepNames) -> Problems:
                     yield f"{names.where(st)} is numbered {st.s}"
     if algo.nchannels != top + 1:
         yield f"nchannels is {algo.nchannels}, the highest channel {top}"
+
+
+def links_and_order(algo: Algo, names: StepNames,
+                    waits_of: Callable[[Step], Iterator[Step]] = waits_collected) -> tuple:
+    """What every pass up to the dependency build keeps: the links numbered and matched, one
+    global order of all waits."""
+    return (links_numbered(algo, names), links_matched(algo, names),
+            one_global_order(algo, names, waits_of))

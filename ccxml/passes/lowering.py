@@ -12,8 +12,14 @@ Runs before fusion is skipped for such targets, so no ``rcs``/``rrs``/``rrcs`` e
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from ccxml.ir.nodes import Algo, Step
-from ccxml.vocab.wire import COPY, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH, Buffer
+from ccxml.ir.printer import StepNames
+from ccxml.passes import guarantees as gt
+from ccxml.passes.base import Pass
+from ccxml.vocab.wire import COPY, RECV, RECV_REDUCE_COPY, REDUCE, SCRATCH, Buffer, Profile
 
 
 def lower_receive_reduce(algo: Algo) -> None:
@@ -82,3 +88,22 @@ def _lower(st: Step, slot: tuple[Buffer, int]) -> list[Step]:
     st.type = COPY                             # slot ⊕= src; dst := slot
     st.src, st.dst = slot, dst
     return [recv, red, st]
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class LowerReceiveReduce(Pass):
+    """Every step has a type the target executes (``rrc`` became ``r`` + ``re``, and ``cpy``
+    where its operands overlap); the links keep their message order and matching; the order of
+    waits stays acyclic. Runs for targets that do not execute ``rrc``."""
+
+    name: ClassVar[str] = "lowering"
+
+    def applies(self, profile: Profile) -> bool:
+        return RECV_REDUCE_COPY not in profile.step_types
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        lower_receive_reduce(algo)
+
+    def guarantees(self, algo: Algo, n: StepNames, profile: Profile) -> tuple:
+        return (gt.types_executed(algo, n, profile), *gt.links_and_order(algo, n))

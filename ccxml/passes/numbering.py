@@ -9,9 +9,15 @@ no index can be stale.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import attrgetter
+from typing import ClassVar
 
 from ccxml.ir.nodes import Algo
+from ccxml.ir.printer import StepNames
+from ccxml.passes import guarantees as gt
+from ccxml.passes.base import Pass
+from ccxml.vocab.wire import Profile
 
 _TB_ORDER = attrgetter("send", "recv", "chan")
 _CHAN = attrgetter("chan")
@@ -40,3 +46,19 @@ def number_steps(algo: Algo) -> None:
             chan = max(map(_CHAN, tbs))
             top = chan if top is None else max(top, chan)
     algo.nchannels = 1 + (0 if top is None else top)
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class NumberSteps(Pass):
+    """TB ids run 0..n-1 on every GPU with no empty TB, the TBs depended on first, each group in
+    (send, recv, chan) order; steps are numbered by position; ``nchannels`` covers every
+    channel."""
+
+    name: ClassVar[str] = "numbering"
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        number_steps(algo)
+
+    def guarantees(self, algo: Algo, n: StepNames, profile: Profile) -> tuple:
+        return (gt.numbered(algo, n),)

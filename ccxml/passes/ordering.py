@@ -30,9 +30,15 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ccxml._native import is_compiled
 from ccxml.ir.nodes import TB, Algo, Step, dep_count, step_deps
+from ccxml.ir.printer import StepNames
+from ccxml.passes import guarantees as gt
+from ccxml.passes.base import Pass
+from ccxml.vocab.wire import Profile
 
 # a step's flags (one byte each in the pass)
 _SENDS = 1              # its type sends
@@ -553,3 +559,20 @@ class KindMemo:
                 self.last = t
                 self.last_kind = self.kind(t)
         return self.last_kind
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class OrderSteps(Pass):
+    """Each TB's steps are reordered so that one global order of all steps puts every step
+    after its TB's previous step, its dependencies and the send its receive is matched with (no
+    deadlock with unbounded links); no step precedes a same-TB step it depends on; sends stay in
+    send order and receives in receive order (the link sequences do not change)."""
+
+    name: ClassVar[str] = "ordering"
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        order_steps(algo)
+
+    def guarantees(self, algo: Algo, n: StepNames, profile: Profile) -> tuple:
+        return (gt.same_tb_waits_first(algo, n), *gt.links_and_order(algo, n))

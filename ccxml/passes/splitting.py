@@ -19,11 +19,16 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections import deque
+from dataclasses import dataclass
 from itertools import compress
 from operator import ne
+from typing import ClassVar
 
 from ccxml._native import is_compiled
 from ccxml.ir.nodes import GPU, TB, Algo, Step, dep_count, pack_deps, step_deps
+from ccxml.ir.printer import StepNames
+from ccxml.passes import guarantees as gt
+from ccxml.passes.base import Pass
 from ccxml.vocab.errors import LimitError
 from ccxml.vocab.wire import (
     RECV,
@@ -381,3 +386,20 @@ def _rebuild_gpu(gpu: GPU, rseg: list[int], sseg: list[int], send_half: dict[Ste
                 run[0].add_dep(prev_last)
             prev_last = run[-1]
         tb.steps = []
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class SplitLongThreadblocks(Pass):
+    """Every TB fits the target's step limit on a channel the target has (raises LimitError
+    otherwise); each piece of a split TB waits on the end of the piece before it; a send and
+    its receive stay on one channel at the same index of their link; a piece declares only the
+    peers it talks to; the order of waits stays acyclic."""
+
+    name: ClassVar[str] = "splitting"
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        split_long_threadblocks(algo, profile)
+
+    def guarantees(self, algo: Algo, n: StepNames, profile: Profile) -> tuple:
+        return (gt.pieces_fit_and_chain(algo, n, profile), *gt.links_and_order(algo, n))

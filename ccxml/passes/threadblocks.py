@@ -23,9 +23,14 @@ Guarantees, per GPU and channel:
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
 
 from ccxml.ir.nodes import GPU, TB, Algo, Step, dep_count, step_deps
+from ccxml.ir.printer import StepNames
+from ccxml.passes import guarantees as gt
+from ccxml.passes.base import Pass
+from ccxml.vocab.wire import Profile
 
 
 def assign_threadblocks(algo: Algo) -> None:
@@ -302,3 +307,24 @@ class _LanePhase:
         ln._add(lane, sid, peers)
         self.sids.append(sid)
         return ln.chan(lane)
+
+
+# ---- the pass (registered in ccxml.passes.registry) ----------------------------------------
+@dataclass(frozen=True)
+class AssignThreadblocks(Pass):
+    """Every issued step is in one TB of its GPU and channel whose peers are its own; no two TBs
+    of a GPU share a (channel, send peer) or (channel, recv peer); on a channel with one send
+    and one recv peer one TB holds both, otherwise a peer both sent to and received from gets a
+    full-duplex TB (in a one-way program, ``Algo.one_way``, no TB both sends and receives); a
+    local step joins its producer's TB (one-way: its source's writer's), else its next
+    consumer's, else its channel's first TB, else a TB of its own; each TB is in issue order,
+    which orders every wait (its links numbered 0, 1, ... in that order)."""
+
+    name: ClassVar[str] = "threadblocks"
+
+    def run(self, algo: Algo, profile: Profile) -> None:
+        assign_threadblocks(algo)
+
+    def guarantees(self, algo: Algo, n: StepNames, profile: Profile) -> tuple:
+        return (gt.connections_unique(algo, n), gt.tbs_shared_per_link(algo, n),
+                gt.issue_order(algo, n), gt.local_steps_placed(algo, n), *gt.links_and_order(algo, n))

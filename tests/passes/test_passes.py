@@ -383,7 +383,7 @@ def test_fusion_keeps_every_send_and_receive_index(alg, coll, p):
     from ccxml.vocab.wire import profile
     algo = build(alg, coll, p, options=Options()).algo
     for ps in pipeline(profile("exec")):
-        ps.run(algo)
+        ps.run(algo, profile("exec"))
         if ps.name == "fusion":
             break
     tbs = [tb for gpu in algo.gpus for tb in gpu.tbs]

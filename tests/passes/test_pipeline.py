@@ -8,7 +8,7 @@ import pytest
 
 from ccxml.algorithms import build
 from ccxml.frontend.algorithm import Options
-from ccxml.passes import PASS_NAMES, compile_algo, pipeline
+from ccxml.passes import compile_algo, pass_names, pipeline
 from ccxml.topology.model import Topology
 from ccxml.vocab.wire import NOP, RECV_COPY_SEND, RECV_REDUCE_COPY, profile
 
@@ -49,13 +49,14 @@ def _program(alg, coll, p, kw):
 def _compile_checked(alg, coll, p, target, kw, **pipeline_options):
     """Compile, checking each pass's guarantee right after it; return (algo, passes run)."""
     algo = _program(alg, coll, p, kw).algo
+    prof = profile(target)
     ran = []
 
     def hook(ps, algo):
         ran.append(ps.name)
-        problem = ps.check(algo)
+        problem = ps.check(algo, prof)
         assert problem is None, f"after {ps.name}: {problem}"
-    pipeline(profile(target), **pipeline_options).run(algo, hook)
+    pipeline(prof, **pipeline_options).run(algo, prof, hook)
     return algo, ran
 
 
@@ -86,7 +87,7 @@ def test_the_cases_exercise_what_the_passes_do():
 
 
 def test_the_pipeline_of_each_target():
-    assert PASS_NAMES == ("threadblocks", "ordering", "fusion", "lowering", "splitting",
+    assert pass_names() == ("threadblocks", "ordering", "fusion", "lowering", "splitting",
                           "dependencies", "numbering", "checks")
     assert "lowering" not in pipeline(profile("exec")).names
     assert "fusion" not in pipeline(profile("rccl")).names
@@ -111,14 +112,25 @@ def test_compiling_restores_the_garbage_collector_as_it_was(enabled):
 
 # ---- every check can fail: break the IR the way the guarantee forbids -----------------------
 def _after(pass_name, alg="ring", coll="allreduce", p=5, target="exec", kw=None):
-    """The IR right after ``pass_name`` (later passes not run) and that pass object."""
+    """The IR right after ``pass_name`` (later passes not run) and that pass's check."""
     algo = _program(alg, coll, p, kw or {}).algo
-    for ps in pipeline(profile(target)):
-        ps.run(algo)
+    prof = profile(target)
+    for ps in pipeline(prof):
+        ps.run(algo, prof)
         if ps.name == pass_name:
-            assert ps.check(algo) is None
-            return algo, ps
+            assert ps.check(algo, prof) is None
+            return algo, _Checked(ps, prof)
     raise AssertionError(f"{pass_name} does not run for {target}")
+
+
+class _Checked:
+    """A pass with the profile it ran for: ``check(algo)`` checks its guarantee."""
+
+    def __init__(self, ps, prof):
+        self.ps, self.prof = ps, prof
+
+    def check(self, algo):
+        return self.ps.check(algo, self.prof)
 
 
 def _comm_tb(algo, gpu=0):
