@@ -88,13 +88,19 @@ def auto_chunks(forest, group: int = 1) -> int:
 def groups(count: int, size: int, lanes: int) -> list[tuple[int, int, int]]:
     """(first chunk, chunks, lane) of the steps that move a tree's ``count`` chunks over one edge:
     ``size`` chunks per step, steps taking the lanes in turn, except that lane ℓ's first step
-    carries ⌈size·ℓ/lanes⌉ chunks. The lanes' steps are then out of phase: when one lane's step
-    waits out its latency another's is moving data (lanes in phase would all wait at once, a
-    NIC port idle for 14 µs every step). size 1: one chunk per step, lane i mod lanes."""
+    carries ⌈size·ℓ/lanes⌉ chunks and the second half of the chunks go one per step. The lanes'
+    steps are then out of phase: when one lane's step waits out its latency another's is moving
+    data (lanes in phase would all wait at once, a NIC port idle for 14 µs every step). And the
+    pipeline drains in small steps: what the last step brings must still be forwarded, at the
+    end, by the links behind it. (dgx-h100 x 4 AllGather at 1 GiB, 32 chunks: one per step
+    88.4%, two 91.5%, two then one 96.2% of the bound.) size 1: one chunk per step, lane i mod
+    lanes."""
     out, i, j = [], 0, 0
     while i < count:
         lane = j % lanes
         n = size if j >= lanes or lane == 0 else max(1, -(-size * lane // lanes))
+        if 2 * (count - i) <= count:
+            n = 1
         n = min(n, count - i)
         out.append((i, n, lane))
         i, j = i + n, j + 1

@@ -180,8 +180,11 @@ def test_groups_cover_every_chunk_with_lanes_out_of_phase():
                 assert sum(n for _, n, _ in g) == count and g[0][0] == 0
                 assert all(a + n == b for (a, n, _), (b, _, _) in zip(g, g[1:]))      # contiguous
                 assert [lane for *_, lane in g] == [j % lanes for j in range(len(g))]  # lanes in turn
-    # lane 1 starts with half a step: its steps end half a step after lane 0's
-    assert groups(16, 4, 2)[:4] == [(0, 4, 0), (4, 2, 1), (6, 4, 0), (10, 4, 1)]
+    # lane 1 starts with half a step: its steps end half a step after lane 0's; the second half
+    # of the chunks drains one per step
+    g = groups(32, 4, 2)
+    assert g[:5] == [(0, 4, 0), (4, 2, 1), (6, 4, 0), (10, 4, 1), (14, 4, 0)]
+    assert all(n == 1 for i, n, _ in g if i >= 16) and all(n > 1 for i, n, _ in g if i < 16)
     assert groups(5, 1, 2) == [(0, 1, 0), (1, 1, 1), (2, 1, 0), (3, 1, 1), (4, 1, 0)]
 
 
