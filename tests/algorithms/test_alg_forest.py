@@ -169,3 +169,57 @@ def test_every_listed_topology_at_95_percent(name, nodes, coll):
     if (nodes > 1 or name == "pcie") and res.busbw < 0.95 * bound.busbw:
         pytest.xfail(f"measured {res.busbw / bound.busbw:.1%} of {bound.busbw / 1e9:.1f} GB/s (docs/forest.md §4)")
     assert res.busbw >= 0.95 * bound.busbw, f"{res.busbw / bound.busbw:.1%} of {bound.busbw / 1e9:.1f} GB/s"
+
+
+def test_groups_cover_every_chunk_with_lanes_out_of_phase():
+    from ccxml.algorithms.forest import groups
+    for count in (1, 2, 5, 16, 33):
+        for size in (1, 2, 4):
+            for lanes in (1, 2, 3):
+                g = groups(count, size, lanes)
+                assert sum(n for _, n, _ in g) == count and g[0][0] == 0
+                assert all(a + n == b for (a, n, _), (b, _, _) in zip(g, g[1:]))      # contiguous
+                assert [lane for *_, lane in g] == [j % lanes for j in range(len(g))]  # lanes in turn
+    # lane 1 starts with half a step: its steps end half a step after lane 0's; the second half
+    # of the chunks drains one per step
+    g = groups(32, 4, 2)
+    assert g[:5] == [(0, 4, 0), (4, 2, 1), (6, 4, 0), (10, 4, 1), (14, 4, 0)]
+    assert all(n == 1 for i, n, _ in g if i >= 16) and all(n > 1 for i, n, _ in g if i < 16)
+    assert groups(5, 1, 2) == [(0, 1, 0), (1, 1, 1), (2, 1, 0), (3, 1, 1), (4, 1, 0)]
+
+
+def test_two_level_column_is_the_rail_tree():
+    """On a rail-optimised cluster the packing keeps the depth-2 hierarchical tree: root to its
+    node and to its rail partner in every other node, which passes the block on in its node."""
+    f = synthesize(load_preset("dgx-h100", 4).graph(), coll="allgather")
+    assert f.k == 1 and f.rate >= 0.99 * f.bound.rate
+    t = f.of_root(0)[0]
+    assert t.depth() == 2
+    assert [t.parent[v] for v in (8, 16, 24)] == [0, 0, 0]
+    assert all(t.parent[v] == 8 * (v // 8) for v in range(8, 32) if v % 8)
+
+
+@pytest.mark.parametrize("coll", ["allgather", "reducescatter"])
+def test_plan_issues_every_hop_after_the_hops_that_bring_its_data(coll):
+    """Steps of 4 chunks between nodes, 1 inside: a hop's key is above the keys of the hops that
+    brought each of its chunks (down) or every contribution to them (up)."""
+    from ccxml.algorithms.forest import _step, plan
+    topo = load_preset("dgx-h100", 2)
+    f = synthesize(topo.graph(), coll="allgather")
+    down, up = plan(f, 16, 2, _step(topo, 4))
+    assert any(h[6] == 4 for h in down) and any(h[6] == 4 for h in up)
+    if coll == "allgather":
+        got = {}                                # (root, rank, chunk) -> key of the hop bringing it
+        for h in down:
+            key, r, idx, size, u, v = h[:2], h[2], h[5], h[6], h[7], h[8]
+            for j in range(idx, idx + size):
+                if r != u:
+                    assert got[(r, u, j)] < key
+                got[(r, v, j)] = key
+    else:
+        into = {}                               # (rank, chunk) -> keys of the hops into it
+        for h in up:
+            key, idx, size, u, v = h[:2], h[5], h[6], h[7], h[8]
+            for j in range(idx, idx + size):
+                assert all(k < key for k in into.get((v, j), ()))
+                into.setdefault((u, j), []).append(key)
