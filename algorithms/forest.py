@@ -230,6 +230,8 @@ def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: in
     return prog
 
 
+from ccxml.algorithms import forest_rooted  # noqa: E402,F401  (registers forest Broadcast and Reduce)
+
 COLLECTIVES = registry.get("forest").builders
 
 if __name__ == "__main__":

@@ -1,0 +1,179 @@
+"""Forest Broadcast / Reduce (synthesis/rooted.py, algorithms/forest_rooted.py) and the runtime
+fit counted before the layout (synthesis/fit.py).
+
+* The bound from one root is min over ranks of max-flow(root, rank): scipy's fast path equals the
+  networkx twin, and the hand-derived cuts hold on the presets.
+* The packing's LP rate reaches that bound (the two computations check each other).
+* Every file verifies on every target, in and out of place, from two roots; byte-reproducible.
+* The fit's counts bound what the compiler emits; a profile with small limits is refused with one
+  line naming the limit, and ``ccxml generate`` exits 2 with it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("networkx")
+pytest.importorskip("scipy")
+
+from ccxml.algorithms import build  # noqa: E402
+from ccxml.frontend.algorithm import AlgorithmError, Options  # noqa: E402
+from ccxml.interpreter import verify  # noqa: E402
+from ccxml.synthesis.fit import EVERY, demand, fit_trees, limits  # noqa: E402
+from ccxml.synthesis.rooted import rooted_bound, synthesize_rooted  # noqa: E402
+from ccxml.topology import Topology, load_preset  # noqa: E402
+from ccxml.topology.network import NetworkSpec  # noqa: E402
+from ccxml.vocab.errors import TopologyError  # noqa: E402
+from ccxml.vocab.wire import PROFILES, Coll  # noqa: E402
+
+ROOTED = [Coll.BROADCAST, Coll.REDUCE]
+
+
+def small(nodes: int = 2) -> Topology:
+    """2 GPUs per node on a PCIe switch with one 10 GB/s NIC (4 ranks over 2 nodes)."""
+    spec = NetworkSpec.model_validate({
+        "name": "tiny", "gpus": 2, "nodes": nodes, "fabric": {"kind": "switch"},
+        "devices": [{"name": "sw", "kind": "pcie-switch"}, {"name": "nic0", "kind": "nic", "bandwidth": 10e9}],
+        "links": [{"a": "gpu{g}", "b": "sw", "bandwidth": 30e9}, {"a": "nic0", "b": "sw", "bandwidth": 30e9}]})
+    return Topology(network=spec)
+
+
+@pytest.mark.parametrize("topo,root,coll,gbps", [
+    (small(), 0, "broadcast", 10.0),             # rank 2 is behind the remote NIC port in
+    (small(), 3, "reduce", 10.0),
+    (load_preset("pcie", 1), 0, "broadcast", 22.0),       # the CPU-CPU link between the halves
+    (load_preset("dgx-h100", 1), 5, "broadcast", 450.0),  # the root's NVLink ports
+    (load_preset("dgx-h100", 1), 2, "reduce", 450.0),
+    (load_preset("dgx-h100", 2), 0, "broadcast", 400.0),  # the root node's 8 NICs of 50 GB/s
+], ids=["tiny-bcast", "tiny-reduce", "pcie-bcast", "h100x1-bcast", "h100x1-reduce", "h100x2-bcast"])
+def test_bound_is_the_least_max_flow_from_the_root(topo, root, coll, gbps):
+    net = topo.graph()
+    fast = rooted_bound(net, coll, root)
+    twin = rooted_bound(net, coll, root, use_networkx=True)
+    assert fast.rate == twin.rate
+    assert fast.rate == pytest.approx(gbps * 1e9)
+    assert fast.busbw == fast.rate and fast.worst != root
+    assert sum(bw for _, bw in fast.cut_links) == pytest.approx(fast.rate)
+
+
+def test_bound_refuses_other_collectives_and_roots():
+    net = small().graph()
+    with pytest.raises(TopologyError, match="broadcast and reduce"):
+        rooted_bound(net, "allgather", 0)
+    with pytest.raises(TopologyError, match="out of range"):
+        rooted_bound(net, "broadcast", 4)
+
+
+@pytest.mark.parametrize("topo", [small(), load_preset("pcie", 1), load_preset("dgx-h100", 1)],
+                         ids=["tiny-2x2", "pcie-x1", "dgx-h100-x1"])
+@pytest.mark.parametrize("coll", ["broadcast", "reduce"])
+def test_tree_rates_reach_the_bound(topo, coll):
+    f = synthesize_rooted(topo.graph(), coll, 1)
+    assert f.unrestricted == pytest.approx(f.bound.rate, rel=1e-6)
+    assert f.rate >= 0.95 * f.bound.rate and f.k == len(f.trees)
+    for t in f.trees:
+        assert t.root == 1 and t.parent[1] == -1 and sum(q < 0 for q in t.parent) == 1
+        assert len(t.edges_down()) == f.p - 1
+
+
+@pytest.mark.parametrize("coll", ROOTED, ids=[c.value for c in ROOTED])
+@pytest.mark.parametrize("target", ["exec", "rccl", "legacy"])
+def test_every_file_verifies(coll, target):
+    topo = small()
+    for root in (0, 3):
+        for inplace in (False, True):
+            prog = build("forest", coll, 4, root=root, topology=topo, options=Options(inplace=inplace),
+                         chunks=8)
+            rep = verify(prog.to_xml(target), target=target, root=root)
+            assert rep.ok, f"{coll.value} {target} root={root} inplace={inplace}: {rep.first_reason}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("coll", ROOTED, ids=[c.value for c in ROOTED])
+def test_every_file_verifies_on_dgx_h100(coll):
+    topo = load_preset("dgx-h100", 1)
+    for target in ("exec", "rccl", "legacy"):
+        prog = build("forest", coll, 8, root=6, topology=topo)
+        rep = verify(prog.to_xml(target), target=target, root=6)
+        assert rep.ok, f"{coll.value} {target}: {rep.first_reason}"
+
+
+def test_byte_reproducible():
+    topo = load_preset("pcie", 1)
+    for coll in ROOTED:
+        a = build("forest", coll, 8, root=2, topology=topo).to_xml("exec")
+        b = build("forest", coll, 8, root=2, topology=topo).to_xml("exec")
+        assert a == b
+
+
+def test_needs_a_network_topology():
+    with pytest.raises(AlgorithmError, match="network topology"):
+        build("forest", Coll.BROADCAST, 4, root=0)
+
+
+@pytest.mark.parametrize("coll", ROOTED, ids=[c.value for c in ROOTED])
+def test_fit_counts_bound_what_the_compiler_emits(coll):
+    """The thread blocks, channels and XML nodes counted from the trees before the layout are at
+    least what the compiled schedule has, on every rank."""
+    topo = load_preset("dgx-h100", 1)
+    for chunks in (16, 200):
+        prog = build("forest", coll, 8, root=0, topology=topo, chunks=chunks)
+        d = prog.forest.fit.demand
+        algo = prog.compile("exec")
+        for g in algo.gpus:
+            nodes = 1 + algo.ngpus + len(g.tbs) + sum(len(tb.steps) for tb in g.tbs)
+            assert len(g.tbs) <= d.tbs and nodes <= d.nodes
+        assert algo.nchannels <= d.channels
+
+
+def test_small_limits_are_refused_naming_the_limit():
+    """dgx-h100 x 1: a root's trees reach all 7 peers, two lanes, one-way TBs: more than 8
+    thread blocks at any k; a profile allowing 8 cannot serve it, and says which limit."""
+    tight = dataclasses.replace(PROFILES["exec"], name="tiny", max_tbs=8)
+    net = load_preset("dgx-h100", 1).graph()
+
+    def fits(trees):
+        return fit_trees(8, trees, 64, 2, ("down",), tight)
+
+    with pytest.raises(TopologyError, match=r"cannot be served within tiny's limits.*max_tbs"):
+        synthesize_rooted(net, "broadcast", 0, fits=fits)
+    ok = synthesize_rooted(net, "broadcast", 0, fits=lambda trees: fit_trees(8, trees, 64, 2, ("down",), EVERY))
+    assert ok.fit.ok and ok.fit.demand.tbs <= EVERY.max_tbs
+
+
+def test_fit_shrinks_chunks_to_the_node_limit():
+    """Steps grow with the chunks; the fit keeps the most chunks whose XML nodes fit."""
+    net = load_preset("dgx-h100", 1).graph()
+    f = synthesize_rooted(net, "broadcast", 0)
+    few = dataclasses.replace(EVERY, max_nodes=200)
+    fit = fit_trees(8, f.trees, 4096, 2, ("down",), few)
+    assert fit.ok and fit.demand.nodes <= 200
+    assert demand(8, f.trees, fit.chunks + 1, 2, ("down",), few).nodes > 200
+
+
+def test_limits_names():
+    assert limits("all") is EVERY and limits("rccl") is PROFILES["rccl"]
+    assert EVERY.max_tbs == min(q.max_tbs for q in PROFILES.values())
+    with pytest.raises(TopologyError, match="unknown runtime"):
+        limits("nccl")
+
+
+def test_generate_broadcast_prints_the_bound(tmp_path):
+    out = tmp_path / "b.xml"
+    res = subprocess.run([sys.executable, "-m", "ccxml", "generate", "forest", "--coll", "broadcast",
+                          "--root", "2", "--preset", "pcie", "--nodes", "1", "-o", str(out), "--verify"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    text = res.stdout + res.stderr
+    assert "max-flow from root 2" in text and "22.0 GB/s" in text and f"PASS {out}" in text
+
+
+def test_generate_exits_2_when_limits_cannot_hold(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "ccxml", "generate", "forest", "--coll", "broadcast",
+                          "--preset", "pcie", "--nodes", "1", "--opt", "limits=nccl", "-o",
+                          str(tmp_path / "x.xml")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2
+    assert "unknown runtime 'nccl'" in res.stderr and "Traceback" not in res.stderr
