@@ -26,7 +26,7 @@ from ccxml.vocab.errors import AlgorithmError
 from ccxml.vocab.wire import Coll
 
 
-def _forest(p: int, topology, coll: str, tol: float, headroom: float):
+def _forest(p: int, topology, coll: str, tol: float, headroom: float, fit=None):
     if topology is None or getattr(topology, "network", None) is None:
         raise AlgorithmError("forest needs a network topology: --preset P --nodes N or --topology FILE")
     net = topology.graph()
@@ -34,18 +34,37 @@ def _forest(p: int, topology, coll: str, tol: float, headroom: float):
         raise AlgorithmError(f"forest: the topology has {net.nranks} ranks, not {p}")
     from ccxml.vocab.errors import TopologyError
     try:
-        return _synthesize(topology.network, coll, tol, headroom)
+        return _synthesize(topology.network, coll, tol, headroom, fit)
     except TopologyError as e:
         raise AlgorithmError(str(e)) from None
 
 
 @functools.lru_cache(maxsize=8)
-def _synthesize(spec, coll: str, tol: float, headroom: float):
+def _synthesize(spec, coll: str, tol: float, headroom: float, fit=None):
     """One synthesis per (network, collective, options): select and tune build a schedule per size
-    and the trees do not depend on it (the Forest is immutable)."""
+    and the trees do not depend on it (the Forest is immutable). ``fit``: (limits, lanes, phases,
+    chunks) — the runtime's limits k must fit (synthesis/fit.py), or None."""
     from ccxml.synthesis.forest import synthesize
     from ccxml.topology.model import build_network
-    return synthesize(build_network(spec), coll=coll, tol=tol, headroom=headroom)
+    net = build_network(spec)
+    return synthesize(net, coll=coll, tol=tol, headroom=headroom,
+                      fits=None if fit is None else _fits(net.nranks, *fit))
+
+
+def _fits(p: int, limits: str, lanes: int, phases: tuple[str, ...], chunks: int):
+    """The runtime check of a candidate packing: what this layout of it needs (thread blocks,
+    channels, XML nodes at the chunks it would use) against ``limits`` (synthesis/fit.py)."""
+    from types import SimpleNamespace
+
+    from ccxml.synthesis.fit import fit_trees
+    from ccxml.synthesis.fit import limits as profile_of
+    prof = profile_of(limits)
+
+    def fits(trees):
+        k = max(sum(t.root == r for t in trees) for r in {t.root for t in trees})
+        C = chunks or auto_chunks(SimpleNamespace(trees=trees, k=k))
+        return fit_trees(p, trees, C, lanes, phases, prof, extra=1)
+    return fits
 
 
 #: defaults chosen by benchmarks/bench_forest.py (see docs/forest.md)
@@ -182,11 +201,13 @@ def _chunks(forest, chunks: int) -> int:
 
 
 def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,
-           headroom: float, tol: float, phases: int):
+           headroom: float, tol: float, phases: int, limits: str = "exec"):
     """The forest packed for ``trees`` (allgather or reducescatter), its channels, the chunks per
     rank block that fit the runtime (``phases`` passes over the trees), and the program over
     p·C chunks with one-way thread blocks: (program, forest, C, lanes)."""
-    forest = _forest(p, topology, trees, tol, _headroom(topology, headroom))
+    ways = ("up", "down") if phases == 2 else ("down",) if trees == "allgather" else ("up",)
+    forest = _forest(p, topology, trees, tol, _headroom(topology, headroom),
+                     (str(limits), _lanes(None, lanes), ways, _chunks(None, chunks) if chunks else 0))
     lanes = _lanes(forest, lanes)
     C = fit_chunks(forest, _chunks(forest, chunks), lanes, phases)
     prog = program("forest", coll, p, p * C, options)
@@ -197,9 +218,10 @@ def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: i
 
 @algorithm("forest", Coll.ALLGATHER)
 def allgather(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
+              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02,
+              limits: str = "exec") -> Program:
     prog, forest, C, lanes = _start(p, Coll.ALLGATHER, "allgather", topology, options, chunks, lanes,
-                                    headroom, tol, phases=1)
+                                    headroom, tol, phases=1, limits=limits)
     for r in range(p):
         prog.input(r, 0, C).copy(prog.output(r, r * C, C))
     lay_out(prog, forest, C, lanes, gather=True, reduce=False, src=None, acc=None)
@@ -208,9 +230,10 @@ def allgather(p: int, *, topology=None, options: Options = Options(), chunks: in
 
 @algorithm("forest", Coll.REDUCESCATTER)
 def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-                  lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
+                  lanes: int = 0, headroom: float = -1.0, tol: float = 0.02,
+                  limits: str = "exec") -> Program:
     prog, forest, C, lanes = _start(p, Coll.REDUCESCATTER, "reducescatter", topology, options, chunks,
-                                    lanes, headroom, tol, phases=1)
+                                    lanes, headroom, tol, phases=1, limits=limits)
 
     def acc(v, idx):
         r = idx // C
@@ -222,9 +245,10 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks
 
 @algorithm("forest", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02) -> Program:
+              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02,
+              limits: str = "exec") -> Program:
     prog, forest, C, lanes = _start(p, Coll.ALLREDUCE, "allgather", topology, options, chunks, lanes,
-                                    headroom, tol, phases=2)
+                                    headroom, tol, phases=2, limits=limits)
     lay_out(prog, forest, C, lanes, gather=True, reduce=True, src=lambda v, idx: prog.input(v, idx),
             acc=lambda v, idx: prog.output(v, idx))
     return prog

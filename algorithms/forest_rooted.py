@@ -13,7 +13,8 @@ bound (:mod:`ccxml.synthesis.rooted`; docs/forest-rooted.md).
 Successive chunks of a tree alternate over ``lanes`` channels; thread blocks are one-way. Before
 the layout, :mod:`ccxml.synthesis.fit` counts the peers, thread blocks, channels, steps and XML
 nodes the packing needs and picks the smallest k within ``tol`` (5%) of the unrestricted rate that
-fits the runtime's limits (``--opt limits=all|exec|rccl|legacy``; all: every runtime's at once);
+fits the runtime's limits (``--opt limits=exec|rccl|legacy|all``, default: the --target; all: every
+runtime's at once);
 a topology that cannot be served within them is one plain error naming the limit.
 
 CLI: ``ccxml generate forest --coll broadcast --root 3 --preset dgx-h100 --nodes 2``. The root is
@@ -56,7 +57,7 @@ def _synthesize(spec, coll: str, root: int, tol: float, headroom: float, chunks:
     def fits(trees):
         depth = max(t.depth() for t in trees)
         return fit_trees(net.nranks, trees, chunks or auto_chunks(len(trees), depth), lanes, phases, prof,
-                         extra=1)
+                         extra=1, shrink=True)
 
     return synthesize_rooted(net, coll, root, tol=tol, headroom=headroom, fits=fits)
 
@@ -114,7 +115,7 @@ def _start(p: int, coll: Coll, root: int, topology, options, chunks, lanes, head
 
 @algorithm("forest", Coll.BROADCAST)
 def broadcast(p: int, *, root: int = 0, topology=None, options: Options = Options(), chunks: int = 0,
-              lanes: int = 0, headroom: float = 0.0, tol: float = 0.05, limits: str = "all") -> Program:
+              lanes: int = 0, headroom: float = 0.0, tol: float = 0.05, limits: str = "exec") -> Program:
     prog, forest, C, lanes = _start(p, Coll.BROADCAST, root, topology, options, chunks, lanes, headroom,
                                     tol, limits)
     prog.input(root, 0, C).copy(prog.output(root, 0, C))
@@ -132,7 +133,7 @@ def broadcast(p: int, *, root: int = 0, topology=None, options: Options = Option
 
 @algorithm("forest", Coll.REDUCE)
 def reduce(p: int, *, root: int = 0, topology=None, options: Options = Options(), chunks: int = 0,
-           lanes: int = 0, headroom: float = 0.0, tol: float = 0.05, limits: str = "all") -> Program:
+           lanes: int = 0, headroom: float = 0.0, tol: float = 0.05, limits: str = "exec") -> Program:
     prog, forest, C, lanes = _start(p, Coll.REDUCE, root, topology, options, chunks, lanes, headroom,
                                     tol, limits)
 

@@ -210,6 +210,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             if timer is not None:
                 timer.lap(f"(--dump-after {ps.name})")
 
+    if algorithm == "forest" and target != "exec" and "limits" not in opts:
+        opts = {**opts, "limits": target}   # forest fits its trees to the target's limits (synthesis/fit.py)
     from ccxml.vocab.files import names_stdout
     from ccxml.writer.files import write_atomic
     to_stdout = output == "-" or names_stdout(where)       # -o -, /dev/stdout: the summary goes to stderr

@@ -70,8 +70,9 @@ class Demand:
     rank: int
     chunks: int
 
-    def broken(self, prof: Profile) -> str:
-        """The first limit of ``prof`` this demand breaks, in words ("" if none)."""
+    def broken(self, prof: Profile, nodes: bool = True) -> str:
+        """The first limit of ``prof`` this demand breaks, in words ("" if none); ``nodes``:
+        the XML nodes too."""
         who = f"the {prof.name}" if prof.name == "every runtime" else f"the {prof.name} runtime"
         if self.channels > prof.max_chan + 1:
             return (f"needs {self.channels} channels (longest thread block {self.steps_per_tb} steps, "
@@ -82,7 +83,7 @@ class Demand:
         if self.tbs_per_chan_dir > prof.max_tbs_per_chan_dir:
             return (f"a rank has {self.tbs_per_chan_dir} peers on one channel and direction; {who} "
                     f"allows {prof.max_tbs_per_chan_dir} (max_tbs_per_chan_dir)")
-        if self.nodes > prof.max_nodes:
+        if nodes and self.nodes > prof.max_nodes:
             return (f"a rank needs {self.nodes} XML nodes; {who} keeps {prof.max_nodes} per rank "
                     f"(max_nodes)")
         return ""
@@ -149,22 +150,27 @@ class Fit:
         return self.demand.chunks
 
 
-def fit_trees(p: int, trees, chunks: int, lanes: int, phases, prof: Profile, extra: int = 0) -> Fit:
-    """The most chunks ≤ ``chunks`` (and at least one per tree of the root with the most) whose
-    layout of ``trees`` fits ``prof``; the Fit at the fewest chunks, with the limit named, when
-    none does. (Peers, thread blocks per peer and channels per TB do not grow as chunks shrink:
-    only steps do, so one count at the least chunks decides.)"""
+def fit_trees(p: int, trees, chunks: int, lanes: int, phases, prof: Profile, extra: int = 0,
+              shrink: bool = False) -> Fit:
+    """The layout of ``trees`` in ``chunks`` against ``prof``; the Fit names the limit broken
+    when it cannot fit. ``shrink`` (a layout that uses the Fit's chunk count): the most chunks ≤
+    ``chunks`` (at least one per tree of the root with the most) whose every count fits. Else (a
+    layout that picks its chunks ≤ ``chunks`` itself): thread blocks, their peers per channel and
+    the channels must fit at ``chunks`` (fewer chunks may leave lanes empty, but the layout may use
+    them all), and the XML nodes at some count ≤ ``chunks``, the most such."""
     per_root: dict[int, int] = {}
     for t in trees:
         per_root[t.root] = per_root.get(t.root, 0) + 1
     least = max(per_root.values(), default=1)
-    d = demand(p, trees, max(chunks, least), lanes, phases, prof, extra)
-    if not d.broken(prof):
-        return Fit(d, "", prof)
+    top = max(chunks, least)
+    d = demand(p, trees, top, lanes, phases, prof, extra)
+    why = d.broken(prof, nodes=shrink)
+    if why and not shrink or not d.broken(prof):
+        return Fit(d, why, prof)
     lo_d = demand(p, trees, least, lanes, phases, prof, extra)
     if lo_d.broken(prof):
         return Fit(lo_d, lo_d.broken(prof), prof)
-    lo, hi = least, max(chunks, least)              # lo fits, hi does not
+    lo, hi = least, top                             # lo fits, hi does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
         dm = demand(p, trees, mid, lanes, phases, prof, extra)
@@ -206,8 +212,9 @@ def choose_k(prob, cands, loads, rankings, best: float, tol: float, max_k: int, 
         if k >= most:
             break
     k, fit = failed
-    raise TopologyError(f"forest: this topology cannot be served within {fit.profile.name}'s limits "
-                        f"(--opt limits=...): at k = {k} tree{'s' if k > 1 else ''} per root {fit.why}")
+    raise TopologyError(f"forest: this topology cannot be served within {fit.profile.name}'s limits: at k = "
+                        f"{k} tree{'s' if k > 1 else ''} per root, {fit.why} (fewer --opt lanes, or "
+                        f"another --target / --opt limits=)")
 
 
 __all__ = ["EVERY", "Demand", "Fit", "choose_k", "demand", "fit_trees", "limits", "split_chunks"]

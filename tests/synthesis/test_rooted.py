@@ -136,11 +136,11 @@ def test_small_limits_are_refused_naming_the_limit():
     net = load_preset("dgx-h100", 1).graph()
 
     def fits(trees):
-        return fit_trees(8, trees, 64, 2, ("down",), tight)
+        return fit_trees(8, trees, 64, 2, ("down",), tight, shrink=True)
 
     with pytest.raises(TopologyError, match=r"cannot be served within tiny's limits.*max_tbs"):
         synthesize_rooted(net, "broadcast", 0, fits=fits)
-    ok = synthesize_rooted(net, "broadcast", 0, fits=lambda trees: fit_trees(8, trees, 64, 2, ("down",), EVERY))
+    ok = synthesize_rooted(net, "broadcast", 0, fits=lambda trees: fit_trees(8, trees, 64, 2, ("down",), EVERY, shrink=True))
     assert ok.fit.ok and ok.fit.demand.tbs <= EVERY.max_tbs
 
 
@@ -149,7 +149,7 @@ def test_fit_shrinks_chunks_to_the_node_limit():
     net = load_preset("dgx-h100", 1).graph()
     f = synthesize_rooted(net, "broadcast", 0)
     few = dataclasses.replace(EVERY, max_nodes=200)
-    fit = fit_trees(8, f.trees, 4096, 2, ("down",), few)
+    fit = fit_trees(8, f.trees, 4096, 2, ("down",), few, shrink=True)
     assert fit.ok and fit.demand.nodes <= 200
     assert demand(8, f.trees, fit.chunks + 1, 2, ("down",), few).nodes > 200
 
@@ -177,3 +177,34 @@ def test_generate_exits_2_when_limits_cannot_hold(tmp_path):
                           str(tmp_path / "x.xml")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 2
     assert "unknown runtime 'nccl'" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_allgather_fit_keeps_the_packing_where_it_fits():
+    """AllGather / ReduceScatter / AllReduce are fitted too: within exec's limits the packing is
+    the one found without limits, and its counted thread blocks bound the compiled ones."""
+    from ccxml.synthesis.forest import synthesize
+    topo = load_preset("pcie", 1)
+    free = synthesize(topo.graph(), coll="allgather")
+    prog = build("forest", Coll.ALLREDUCE, 8, topology=topo)
+    fitted = prog.forest
+    assert fitted.fit.ok and fitted.fit.profile.name == "exec"
+    assert fitted.trees == free.trees and fitted.k == free.k
+    algo = prog.compile("exec")
+    assert max(len(g.tbs) for g in algo.gpus) <= fitted.fit.demand.tbs
+    assert algo.nchannels <= fitted.fit.demand.channels
+
+
+def test_generate_exits_2_naming_the_limit(tmp_path):
+    """pcie x 1 AllReduce with 8 lanes: 4 peers x 2 directions x 16 channels = 96 thread blocks on
+    rank 0 at any k; --target rccl allows 64 and generate says so in one line, before laying out."""
+    res = subprocess.run([sys.executable, "-m", "ccxml", "generate", "forest", "--coll", "allreduce",
+                          "--preset", "pcie", "--nodes", "1", "--target", "rccl", "--opt", "lanes=8",
+                          "-o", str(tmp_path / "x.xml")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot be served within rccl's limits" in lines[0]
+    assert "96 thread blocks" in lines[0] and "(max_tbs)" in lines[0] and not (tmp_path / "x.xml").exists()
+    ok = subprocess.run([sys.executable, "-m", "ccxml", "generate", "forest", "--coll", "allreduce",
+                         "--preset", "pcie", "--nodes", "1", "--target", "rccl", "-o", str(tmp_path / "y.xml"),
+                         "--verify"], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "within rccl's limits" in ok.stderr + ok.stdout
