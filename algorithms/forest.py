@@ -206,8 +206,14 @@ def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: i
     rank block that fit the runtime (``phases`` passes over the trees), and the program over
     p·C chunks with one-way thread blocks: (program, forest, C, lanes)."""
     ways = ("up", "down") if phases == 2 else ("down",) if trees == "allgather" else ("up",)
-    forest = _forest(p, topology, trees, tol, _headroom(topology, headroom),
-                     (str(limits), _lanes(None, lanes), ways, _chunks(None, chunks) if chunks else 0))
+    fit = (str(limits), _lanes(None, lanes), ways, _chunks(None, chunks) if chunks else 0)
+    try:
+        forest = _forest(p, topology, trees, tol, _headroom(topology, headroom), fit)
+    except AlgorithmError as e:         # automatic lanes: one lane halves the thread blocks
+        if lanes or fit[1] == 1 or "cannot be served" not in str(e):
+            raise
+        lanes = 1
+        forest = _forest(p, topology, trees, tol, _headroom(topology, headroom), (fit[0], 1, *fit[2:]))
     lanes = _lanes(forest, lanes)
     C = fit_chunks(forest, _chunks(forest, chunks), lanes, phases)
     prog = program("forest", coll, p, p * C, options)

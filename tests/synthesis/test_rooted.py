@@ -208,3 +208,24 @@ def test_generate_exits_2_naming_the_limit(tmp_path):
                          "--preset", "pcie", "--nodes", "1", "--target", "rccl", "-o", str(tmp_path / "y.xml"),
                          "--verify"], capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0 and "within rccl's limits" in ok.stderr + ok.stdout
+
+
+def test_automatic_lanes_drop_to_one_when_two_do_not_fit(monkeypatch):
+    """pcie x 1 AllReduce: 2 lanes need 24 thread blocks on a rank; a runtime allowing 20 gets
+    the same trees on 1 lane (12), and the file verifies; lanes given explicitly are kept."""
+    monkeypatch.setitem(PROFILES, "tbs20", dataclasses.replace(PROFILES["exec"], name="tbs20", max_tbs=20))
+    topo = load_preset("pcie", 1)
+    prog = build("forest", Coll.ALLREDUCE, 8, topology=topo, limits="tbs20")
+    d = prog.forest.fit.demand
+    assert prog.forest.fit.ok and d.tbs <= 20 and d.channels == 2
+    assert verify(prog.to_xml("exec"), target="exec").ok
+    with pytest.raises(AlgorithmError, match=r"cannot be served within tbs20's limits.*24 thread blocks"):
+        build("forest", Coll.ALLREDUCE, 8, topology=topo, limits="tbs20", lanes=2)
+
+
+@pytest.mark.slow
+def test_dgx_h100_x8_allgather_fits_rccl():
+    """64 ranks, 21 peers: 72 thread blocks with 2 lanes > rccl's 64; on 1 lane it fits and verifies."""
+    prog = build("forest", Coll.ALLGATHER, 64, topology=load_preset("dgx-h100", 8), limits="rccl")
+    assert prog.forest.fit.ok and prog.forest.fit.demand.tbs <= 64
+    assert verify(prog.to_xml("rccl"), target="rccl").ok
