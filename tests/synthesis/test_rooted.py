@@ -19,6 +19,8 @@ import pytest
 pytest.importorskip("networkx")
 pytest.importorskip("scipy")
 
+from mpirun import ccxml_run  # noqa: E402
+
 from ccxml.algorithms import build  # noqa: E402
 from ccxml.frontend.algorithm import AlgorithmError, Options  # noqa: E402
 from ccxml.interpreter import verify  # noqa: E402
@@ -107,6 +109,15 @@ def test_byte_reproducible():
         a = build("forest", coll, 8, root=2, topology=topo).to_xml("exec")
         b = build("forest", coll, 8, root=2, topology=topo).to_xml("exec")
         assert a == b
+
+
+def test_runs_under_ccxml_run_check(tmp_path):
+    topo = small()
+    for coll in ROOTED:
+        path = tmp_path / f"forest_{coll.value}.xml"
+        path.write_text(build("forest", coll, 4, root=2, topology=topo, chunks=8).to_xml("exec"))
+        res = ccxml_run(4, str(path), "--check", "--root", "2", "--bytes", "4K", "--iters", "1", "-w", "0")
+        assert res.code == 0, res.err
 
 
 def test_needs_a_network_topology():
