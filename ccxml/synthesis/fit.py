@@ -28,6 +28,7 @@ from ccxml.vocab.wire import PROFILES, Profile
 
 #: the runtimes' limits at once: a schedule within them loads under every --target
 EVERY = replace(PROFILES["exec"], name="every runtime", description="the tightest limit of each runtime",
+                step_types=frozenset.intersection(*(q.step_types for q in PROFILES.values())),
                 **{f: min(getattr(q, f) for q in PROFILES.values())
                    for f in ("max_steps_per_tb", "max_tbs", "max_dep_tb", "max_chan", "max_cnt", "max_nodes",
                              "max_tbs_per_chan_dir")})

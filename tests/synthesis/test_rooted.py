@@ -168,6 +168,7 @@ def test_fit_shrinks_chunks_to_the_node_limit():
 def test_limits_names():
     assert limits("all") is EVERY and limits("rccl") is PROFILES["rccl"]
     assert EVERY.max_tbs == min(q.max_tbs for q in PROFILES.values())
+    assert EVERY.step_types == PROFILES["rccl"].step_types      # rccl runs the fewest step types
     with pytest.raises(TopologyError, match="unknown runtime"):
         limits("nccl")
 
