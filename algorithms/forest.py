@@ -26,7 +26,7 @@ from ccxml.vocab.errors import AlgorithmError
 from ccxml.vocab.wire import Coll
 
 
-def _forest(p: int, topology, coll: str, tol: float, headroom: float):
+def _forest(p: int, topology, coll: str, tol: float, headroom: float, fit=None):
     if topology is None or getattr(topology, "network", None) is None:
         raise AlgorithmError("forest needs a network topology: --preset P --nodes N or --topology FILE")
     net = topology.graph()
@@ -34,18 +34,37 @@ def _forest(p: int, topology, coll: str, tol: float, headroom: float):
         raise AlgorithmError(f"forest: the topology has {net.nranks} ranks, not {p}")
     from ccxml.vocab.errors import TopologyError
     try:
-        return _synthesize(topology.network, coll, tol, headroom)
+        return _synthesize(topology.network, coll, tol, headroom, fit)
     except TopologyError as e:
         raise AlgorithmError(str(e)) from None
 
 
 @functools.lru_cache(maxsize=8)
-def _synthesize(spec, coll: str, tol: float, headroom: float):
+def _synthesize(spec, coll: str, tol: float, headroom: float, fit=None):
     """One synthesis per (network, collective, options): select and tune build a schedule per size
-    and the trees do not depend on it (the Forest is immutable)."""
+    and the trees do not depend on it (the Forest is immutable). ``fit``: (limits, lanes, phases,
+    chunks) — the runtime's limits k must fit (synthesis/fit.py), or None."""
     from ccxml.synthesis.forest import synthesize
     from ccxml.topology.model import build_network
-    return synthesize(build_network(spec), coll=coll, tol=tol, headroom=headroom)
+    net = build_network(spec)
+    return synthesize(net, coll=coll, tol=tol, headroom=headroom,
+                      fits=None if fit is None else _fits(net.nranks, *fit))
+
+
+def _fits(p: int, limits: str, lanes: int, phases: tuple[str, ...], chunks: int):
+    """The runtime check of a candidate packing: what this layout of it needs (thread blocks,
+    channels, XML nodes at the chunks it would use) against ``limits`` (synthesis/fit.py)."""
+    from types import SimpleNamespace
+
+    from ccxml.synthesis.fit import fit_trees
+    from ccxml.synthesis.fit import limits as profile_of
+    prof = profile_of(limits)
+
+    def fits(trees):
+        k = max(sum(t.root == r for t in trees) for r in {t.root for t in trees})
+        C = chunks or auto_chunks(SimpleNamespace(trees=trees, k=k))
+        return fit_trees(p, trees, C, lanes, phases, prof, extra=1)
+    return fits
 
 
 #: defaults chosen by benchmarks/bench_forest.py (see docs/forest.md)
@@ -276,11 +295,21 @@ def _step(topology, group: int):
 
 
 def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,
-           headroom: float, tol: float, phases: int, group: int):
-    """The forest packed for ``trees`` (allgather or reducescatter), its channels, the chunks per
-    rank block that fit the runtime (``phases`` passes over the trees), and the program over
-    p·C chunks with one-way thread blocks: (program, forest, C, lanes, step)."""
-    forest = _forest(p, topology, trees, tol, _headroom(topology, headroom))
+           headroom: float, tol: float, phases: int, group: int, limits: str = "exec"):
+    """The forest packed for ``trees`` (allgather or reducescatter) within the limits of
+    ``limits``, its channels, the chunks per rank block that fit the runtime (``phases`` passes
+    over the trees), and the program over p·C chunks with one-way thread blocks: (program,
+    forest, C, lanes, step)."""
+    ways = ("up", "down") if phases == 2 else ("down",) if trees == "allgather" else ("up",)
+    # the fit counts 2·lanes channels a phase: plan() gives forwarding hops lanes of their own
+    fit = (str(limits), 2 * _lanes(None, lanes), ways, _chunks(None, chunks, 1) if chunks else 0)
+    try:
+        forest = _forest(p, topology, trees, tol, _headroom(topology, headroom), fit)
+    except AlgorithmError as e:         # automatic lanes: one lane halves the thread blocks
+        if lanes or fit[1] == 2 or "cannot be served" not in str(e):
+            raise
+        lanes = 1
+        forest = _forest(p, topology, trees, tol, _headroom(topology, headroom), (fit[0], 2, *fit[2:]))
     lanes = _lanes(forest, lanes)
     step = _step(topology, group)
     multi = topology.network.nodes > 1
@@ -293,9 +322,10 @@ def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: i
 
 @algorithm("forest", Coll.ALLGATHER)
 def allgather(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0) -> Program:
+              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
+              limits: str = "exec") -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.ALLGATHER, "allgather", topology, options, chunks, lanes,
-                                    headroom, tol, phases=1, group=group)
+                                          headroom, tol, phases=1, group=group, limits=limits)
     for r in range(p):
         prog.input(r, 0, C).copy(prog.output(r, r * C, C))
     lay_out(prog, forest, C, lanes, gather=True, reduce=False, src=None, acc=None, step=step)
@@ -304,9 +334,10 @@ def allgather(p: int, *, topology=None, options: Options = Options(), chunks: in
 
 @algorithm("forest", Coll.REDUCESCATTER)
 def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-                  lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0) -> Program:
+                  lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
+                  limits: str = "exec") -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.REDUCESCATTER, "reducescatter", topology, options, chunks,
-                                    lanes, headroom, tol, phases=1, group=group)
+                                          lanes, headroom, tol, phases=1, group=group, limits=limits)
 
     def acc(v, idx, size):
         r = idx // C
@@ -319,13 +350,16 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks
 
 @algorithm("forest", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
-              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0) -> Program:
+              lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
+              limits: str = "exec") -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.ALLREDUCE, "allgather", topology, options, chunks, lanes,
-                                    headroom, tol, phases=2, group=group)
+                                          headroom, tol, phases=2, group=group, limits=limits)
     lay_out(prog, forest, C, lanes, gather=True, reduce=True, src=lambda v, idx, size: prog.input(v, idx, size),
             acc=lambda v, idx, size: prog.output(v, idx, size), step=step)
     return prog
 
+
+from ccxml.algorithms import forest_rooted  # noqa: E402,F401  (registers forest Broadcast and Reduce)
 
 COLLECTIVES = registry.get("forest").builders
 

@@ -150,6 +150,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
             if timer is not None:
                 timer.lap(f"(--dump-after {ps.name})")
 
+    if algorithm == "forest" and target != "exec" and "limits" not in opts:
+        opts = {**opts, "limits": target}   # forest fits its trees to the target's limits (synthesis/fit.py)
     from ccxml.vocab.files import names_stdout
     from ccxml.writer.files import write_atomic
     to_stdout = output == "-" or names_stdout(where)       # -o -, /dev/stdout: the summary goes to stderr
@@ -314,15 +316,22 @@ def _forest_summary(forest, algo, target, topology, coll) -> list[str]:
     from ccxml.loader.reader import loads
     from ccxml.simulator import simulate_schedule
     from ccxml.topology.flow import RULE, exact_bound
-    bound = exact_bound(topology.graph(), coll)
+    # Broadcast / Reduce: the max-flow bound from the root the forest carries (synthesis/rooted.py)
+    bound = forest.bound if coll in ("broadcast", "reduce") else exact_bound(topology.graph(), coll)
     res = simulate_schedule(loads(export(algo, target)), 1 << 30, topology)
     extra = " (ReduceScatter + AllGather at their bounds)" if coll == "allreduce" else ""
-    return [f"forest: exact bound (max-flow) busbw {bound.busbw / 1e9:.1f} GB/s{extra}; binding cut: "
-            f"{bound.describe_cut()}",
-            f"forest: {RULE}",
-            f"forest: simulated busbw at 1 GiB {res.busbw / 1e9:.1f} GB/s = {res.busbw / bound.busbw:.1%} of "
-            f"the bound; k = {forest.k} trees per rank, NIC headroom {forest.headroom:g}, synthesis "
-            f"{forest.seconds:.2f} s"]
+    lines = [f"forest: exact bound (max-flow) busbw {bound.busbw / 1e9:.1f} GB/s{extra}; binding cut: "
+             f"{bound.describe_cut()}",
+             f"forest: {RULE}",
+             f"forest: simulated busbw at 1 GiB {res.busbw / 1e9:.1f} GB/s = {res.busbw / bound.busbw:.1%} of "
+             f"the bound; k = {forest.k} trees per rank, NIC headroom {forest.headroom:g}, synthesis "
+             f"{forest.seconds:.2f} s"]
+    fit = getattr(forest, "fit", None)
+    if fit is not None:                 # synthesis/fit.py: the runtime's limits, counted before the layout
+        d = fit.demand
+        lines.append(f"forest: within {fit.profile.name}'s limits: {d.peers} peers, {d.tbs} thread blocks, "
+                     f"{d.channels} channels, {d.nodes} XML nodes per rank at most ({d.chunks} chunks)")
+    return lines
 
 
 def _cut_clause(algo) -> str:

@@ -81,6 +81,7 @@ class Forest:
     unrestricted: float
     seconds: float
     headroom: float = 0.0
+    fit: object = None                  # synthesis/fit.py's Fit: the runtime's limits, or None
 
     def of_root(self, r: int) -> list[Tree]:
         return [t for t in self.trees if t.root == r]
@@ -299,19 +300,21 @@ def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_leas
 
 
 def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.02,
-               max_k: int = 8, headroom: float = 0.0) -> Forest:
+               max_k: int = 8, headroom: float = 0.0, fits=None) -> Forest:
     """A forest for ``net`` (see the module docstring): AllGather out-trees, or for
     ``reducescatter`` the trees whose reversed edges (on route(child, parent)) carry the sums.
     ``rounds``: multiplicative-weight rounds (0: automatic); ``tol``: the smallest k whose rate
-    is within ``tol`` of the rate with every tree found; ``max_k``: at most that many per root."""
+    is within ``tol`` of the rate with every tree found; ``max_k``: at most that many per root;
+    ``fits(trees) -> Fit``: the runtime's limits counted before the layout (synthesis/fit.py): k
+    is the smallest within ``tol`` whose trees fit, TopologyError naming the limit if none does."""
     need_synth()
     if headroom < 0:                    # automatic: the most NIC headroom that costs <= 4%
         t0 = time.perf_counter()
         for h in AUTO_HEADROOM:
-            f = synthesize(net, coll=coll, rounds=rounds, tol=tol, max_k=max_k, headroom=h)
+            f = synthesize(net, coll=coll, rounds=rounds, tol=tol, max_k=max_k, headroom=h, fits=fits)
             if h == 0 or f.rate >= 0.96 * f.bound.rate:
                 return Forest(f.p, f.trees, f.rate, f.bound, f.k, f.unrestricted,
-                              time.perf_counter() - t0, h)
+                              time.perf_counter() - t0, h, f.fit)
     import numpy as np
     t0 = time.perf_counter()
     reverse = coll == "reducescatter"
@@ -364,29 +367,27 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
         best = x
     # the shallowest packing within tol/2 of the best rate ranks the trees
     _, weights, _ = _lp(prob, cands, loads, at_least=best * (1 - tol / 2))
-    k_use, rate, chosen = None, 0.0, []
-    for k in range(1, max_k + 1):
-        keep = []
-        for r in roots:
-            mine = sorted((i for i, (q, _) in enumerate(cands) if q == r), key=lambda i: (-weights[i], i))
-            keep.extend(mine[:k])
-        keep.sort()
-        sub_c, sub_l = [cands[i] for i in keep], [loads[i] for i in keep]
-        x, w, _ = _lp(prob, sub_c, sub_l)
-        if x >= (1 - tol) * best or k == max_k:
-            _, w, _ = _lp(prob, sub_c, sub_l, at_least=x * (1 - 1e-6))
-            k_use, rate, chosen = k, x, [(cands[i], wi) for i, wi in zip(keep, w) if wi > 1e-9 * x]
-            break
-    trees = []
+    orders = [sorted((i for i, (q, _) in enumerate(cands) if q == r), key=lambda i: (-weights[i], i))
+              for r in roots]
+    from ccxml.synthesis.fit import choose_k
+    k_use, rate, chosen, fit = choose_k(prob, cands, loads, [orders], best, tol, max_k, fits,
+                                        lambda sel: _shifted(prob, sel))
+    trees = _shifted(prob, chosen)
+    trees.sort(key=lambda t: (t.root, -t.rate, t.parent))
+    return Forest(p, tuple(trees), rate, bound, k_use, best, time.perf_counter() - t0, headroom, fit)
+
+
+def _shifted(prob: _Problem, chosen) -> list[Tree]:
+    """The trees of ``chosen`` ((root, parent), rate) with their node shifts: what the layout gets."""
+    out = []
     for (r, parent), w in chosen:
         for m in range(prob.shifts()):
-            pm = [-1] * p
+            pm = [-1] * prob.p
             for v, u in enumerate(parent):
                 if u >= 0:
                     pm[prob.shift(v, m)] = prob.shift(u, m)
-            trees.append(Tree(prob.shift(r, m), tuple(pm), w))
-    trees.sort(key=lambda t: (t.root, -t.rate, t.parent))
-    return Forest(p, tuple(trees), rate, bound, k_use, best, time.perf_counter() - t0, headroom)
+            out.append(Tree(prob.shift(r, m), tuple(pm), w))
+    return out
 
 
 __all__ = ["Forest", "Tree", "min_arborescence", "synthesize"]
