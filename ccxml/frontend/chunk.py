@@ -39,9 +39,8 @@ There is no global "current program": every chunk knows its program.
 """
 from __future__ import annotations
 
-from ccxml.ir.clone import clone_algo
+from ccxml.frontend.compiled import compile_recorded
 from ccxml.ir.nodes import Algo, Step, new_step, pack_deps
-from ccxml.passes import pipeline
 from ccxml.vocab.collectives import Collective
 from ccxml.vocab.errors import ChunkError, IRError, LinkError
 from ccxml.vocab.wire import (
@@ -301,17 +300,6 @@ def buffer_named(name) -> Buffer:
         raise ChunkError(f"unknown buffer {name!r}: use input, output or scratch "
                          f"(or i, o, s)") from None
 
-
-class _Compiled:
-    """What a Program's compiles left (``Program._compiled`` once it was compiled): the
-    compiled Algo per (profile name, pipeline text), and the key of the compile that consumed
-    the recorded Algo itself (``consume=True``), if one did."""
-
-    __slots__ = ("results", "consumed")
-
-    def __init__(self):
-        self.results: dict[tuple[str, str], Algo] = {}
-        self.consumed: tuple[str, str] | None = None
 
 #: dense code of a buffer in the per-rank access tables (key = chunk index · 3 + code)
 _CODE = {INPUT: 0, OUTPUT: 1, SCRATCH: 2}
@@ -694,31 +682,8 @@ class Program:
         returns the same Algo. ``consume=True`` compiles the recorded Algo itself, with no copy
         (for a caller that compiles once, as ``ccxml generate`` does: the copy would double the
         memory of a large program); the program cannot compile for anything else after that."""
-        prof = target if isinstance(target, Profile) else profile(target)
-        if passes is None:
-            passes = pipeline(prof, merge_rcs=merge_rcs, sort=sort)
-        key = (prof.name, str(passes))
-        done = self._compiled
-        if not done:
-            if self._ends:
-                self._match_ends()
-            self._writer = self._readers = None      # the access tables are done with
-            done = self._compiled = _Compiled()
-        algo = done.results.get(key)
-        if algo is not None:
-            return algo
-        if done.consumed is not None:
-            raise ChunkError(f"this program was compiled in place for target {done.consumed[0]!r} "
-                             f"(consume=True); build it again to compile for {prof.name!r}"
-                             + (f" with passes {key[1]}" if done.consumed[0] == prof.name else ""))
-        if consume:
-            done.consumed = key                      # even if a pass fails half-way
-            algo = self.algo
-        else:
-            algo = clone_algo(self.algo)
-        passes.run(algo, prof, hook)
-        done.results[key] = algo
-        return algo
+        return compile_recorded(self, target, merge_rcs=merge_rcs, sort=sort, hook=hook, passes=passes,
+                                consume=consume)
 
     def to_xml(self, target: Profile | str = "exec", **options) -> str:
         prof = target if isinstance(target, Profile) else profile(target)

@@ -182,13 +182,13 @@ def fit_trees(p: int, trees, chunks: int, lanes: int, phases, prof: Profile, ext
     return Fit(lo_d, "", prof)
 
 
-def choose_k(prob, cands, loads, rankings, best: float, tol: float, max_k: int, fits, make_trees):
+def choose_k(prob, cands, loads, rankings, best: float, tol: float, max_k: int, fits, make_trees, lp):
     """(k, rate, [(candidate, rate)], Fit or None): the smallest k whose LP rate over each root's
     k heaviest trees is within ``tol`` of ``best`` and whose trees (``make_trees``) pass ``fits``
     (None: no limits). ``rankings``: alternative rankings, each per root a list of candidate
     indices heaviest first; per k the one with the best rate is taken. TopologyError naming the
-    limit when no k within ``tol`` fits."""
-    from ccxml.synthesis.forest import _lp
+    limit when no k within ``tol`` fits. ``lp``: the rate LP (ccxml.synthesis.forest._lp)."""
+    _lp = lp
     failed = None
     most = max(len(o) for orders in rankings for o in orders)
     for k in range(1, max_k + 1):

@@ -371,7 +371,7 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
               for r in roots]
     from ccxml.synthesis.fit import choose_k
     k_use, rate, chosen, fit = choose_k(prob, cands, loads, [orders], best, tol, max_k, fits,
-                                        lambda sel: _shifted(prob, sel))
+                                        lambda sel: _shifted(prob, sel), _lp)
     trees = _shifted(prob, chosen)
     trees.sort(key=lambda t: (t.root, -t.rate, t.parent))
     return Forest(p, tuple(trees), rate, bound, k_use, best, time.perf_counter() - t0, headroom, fit)

@@ -228,7 +228,7 @@ def synthesize_rooted(net, coll: str, root: int, *, rounds: int = 0, tol: float 
     rankings.append([_elimination(prob, cands, loads, shallow)])
     from ccxml.synthesis.fit import choose_k
     k, rate, chosen, fit = choose_k(prob, cands, loads, rankings, best, tol, max_k, fits,
-                                    lambda sel: [Tree(r, par, w) for (r, par), w in sel])
+                                    lambda sel: [Tree(r, par, w) for (r, par), w in sel], _lp)
     trees = tuple(sorted((Tree(r, par, w) for (r, par), w in chosen), key=lambda t: (-t.rate, t.parent)))
     return RootedForest(p, root, coll, trees, rate, bound, k, best, time.perf_counter() - t0, headroom, fit)
 
