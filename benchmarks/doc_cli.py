@@ -9,7 +9,6 @@ help text, run this script and commit docs/cli.md with the change.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -58,21 +57,9 @@ def render() -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/cli.md is not current")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT.relative_to(REPO)} is not current: run python benchmarks/doc_cli.py",
-                  file=sys.stderr)
-            return 1
-        print(f"{OUT.relative_to(REPO)} is current")
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT.relative_to(REPO)} ({len(text.splitlines())} lines)")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from doc_page import write_or_check  # benchmarks/doc_page.py
+    return write_or_check(argv, __doc__.splitlines()[0], OUT, lambda current: render(), "doc_cli.py")
 
 
 if __name__ == "__main__":

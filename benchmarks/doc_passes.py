@@ -10,7 +10,6 @@ commit docs/passes.md with the change.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import inspect
 import sys
@@ -63,21 +62,9 @@ def render(current: str, registry=None) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/passes.md is not current")
-    args = ap.parse_args(argv)
-    current = OUT.read_text(encoding="utf-8")
-    text = render(current)
-    if args.check:
-        if current != text:
-            print(f"{OUT.relative_to(REPO)} is not current: run python benchmarks/doc_passes.py",
-                  file=sys.stderr)
-            return 1
-        print(f"{OUT.relative_to(REPO)} is current")
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT.relative_to(REPO)} ({len(text.splitlines())} lines)")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from doc_page import write_or_check  # benchmarks/doc_page.py
+    return write_or_check(argv, __doc__.splitlines()[0], OUT, render, "doc_passes.py")
 
 
 if __name__ == "__main__":
