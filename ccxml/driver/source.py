@@ -133,8 +133,14 @@ def load_source(source: str, sizes: list[int], *, ranks: int | None = None, coll
     except ValueError as e:
         raise SourceError(str(e)) from None
     label = f"{source} {coll}"
-    notes = check_verified(built, label, unverified, command,
-                           profile=UNBOUNDED.name if limits else "exec") + notes
+    from ccxml.vocab.limits import MAX_PROVED_BUILT_RANKS
+    if ranks > MAX_PROVED_BUILT_RANKS and not unverified:
+        notes = [f"{label}: built for {ranks} ranks and not proved here (simulate proves a built "
+                 f"algorithm up to {MAX_PROVED_BUILT_RANKS} ranks: proving takes memory that grows "
+                 f"as ranks³; docs/limits.md)"] + notes
+    else:
+        notes = check_verified(built, label, unverified, command,
+                               profile=UNBOUNDED.name if limits else "exec") + notes
     notes = notes + [limit_note(source, why) for why in dict.fromkeys(limits)]
     return Source(built, label, topo, notes, False)
 

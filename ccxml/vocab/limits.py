@@ -36,6 +36,11 @@ COUNT_PER_STEP = 72
 #: largest message size any option accepts (``-b``/``-e``/``--bytes``/``--size``): 1 PiB
 MAX_MESSAGE_BYTES = 1 << 50
 #: most sizes in one ``-b MIN -e MAX -f FACTOR`` sweep
+#: simulate/select/show/export prove an algorithm they build in memory up to this many ranks; above
+#: it the interpreter's symbolic values grow as p³ (pipeline AllReduce on dgx-h100: 256 ranks take
+#: 1.8 GB to prove, 512 more than 23 GB) and the built schedule is used unproved, with a note
+#: (ccxml's algorithms are proved by its tests; a file is always proved)
+MAX_PROVED_BUILT_RANKS = 128
 MAX_SWEEP_POINTS = 256
 #: smallest sweep factor (a factor closer to 1 is a sweep of near-identical sizes)
 MIN_SWEEP_FACTOR = 1.001
