@@ -187,8 +187,12 @@ def plan(forest, C: int, lanes: int, step=lambda u, v: 1) -> tuple[list, list]:
                         ready[(u, j)] = max(ready.get((u, j), key), key)
                     up.append((*key, r, last, n, r * C + first + i, size, u, v, v in inner,
                                lane + lanes * (v in inner)))
-    down.sort()
-    up.sort()
+    # ties go by the root's and the peer's offsets from the sender, not by rank numbers: shifting
+    # every rank by a node then maps each thread block's sequence onto its image's, so the
+    # simulator finds the node-shift symmetry and runs one node's ranks (ccxml.simulator.symmetry)
+    p = forest.p
+    down.sort(key=lambda h: (h[0], h[1], (h[2] - h[7]) % p, h[3], (h[8] - h[7]) % p))
+    up.sort(key=lambda h: (h[0], h[1], (h[2] - h[8]) % p, h[3], (h[7] - h[8]) % p))
     return down, up
 
 
