@@ -20,27 +20,20 @@ pytest.importorskip("networkx")
 pytest.importorskip("scipy")
 
 from mpirun import ccxml_run  # noqa: E402
+from tiny_network import small  # noqa: E402
 
 from ccxml.algorithms import build  # noqa: E402
 from ccxml.frontend.algorithm import AlgorithmError, Options  # noqa: E402
 from ccxml.interpreter import verify  # noqa: E402
 from ccxml.synthesis.fit import EVERY, demand, fit_trees, limits  # noqa: E402
 from ccxml.synthesis.rooted import rooted_bound, synthesize_rooted  # noqa: E402
-from ccxml.topology import Topology, load_preset  # noqa: E402
-from ccxml.topology.network import NetworkSpec  # noqa: E402
+from ccxml.topology import load_preset  # noqa: E402
 from ccxml.vocab.errors import TopologyError  # noqa: E402
 from ccxml.vocab.wire import PROFILES, Coll  # noqa: E402
 
 ROOTED = [Coll.BROADCAST, Coll.REDUCE]
 
 
-def small(nodes: int = 2) -> Topology:
-    """2 GPUs per node on a PCIe switch with one 10 GB/s NIC (4 ranks over 2 nodes)."""
-    spec = NetworkSpec.model_validate({
-        "name": "tiny", "gpus": 2, "nodes": nodes, "fabric": {"kind": "switch"},
-        "devices": [{"name": "sw", "kind": "pcie-switch"}, {"name": "nic0", "kind": "nic", "bandwidth": 10e9}],
-        "links": [{"a": "gpu{g}", "b": "sw", "bandwidth": 30e9}, {"a": "nic0", "b": "sw", "bandwidth": 30e9}]})
-    return Topology(network=spec)
 
 
 @pytest.mark.parametrize("topo,root,coll,gbps", [
