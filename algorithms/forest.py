@@ -104,6 +104,20 @@ def auto_chunks(forest, group: int = 1) -> int:
     return max(16, 4 * forest.k, 4 * depth) * (2 if group > 1 else 1)
 
 
+class Steps:
+    """Chunks per step on edge (u, v): ``group`` between two nodes (``remote``), one inside a
+    node. The default (no topology) is one chunk everywhere and no edge remote."""
+
+    def __init__(self, gpus: int = 0, group: int = 1):
+        self.gpus, self.group = gpus, group
+
+    def remote(self, u: int, v: int) -> bool:
+        return self.gpus > 0 and u // self.gpus != v // self.gpus
+
+    def __call__(self, u: int, v: int) -> int:
+        return self.group if self.remote(u, v) else 1
+
+
 def groups(count: int, size: int, lanes: int) -> list[tuple[int, int, int]]:
     """(first chunk, chunks, lane) of the steps that move a tree's ``count`` chunks over one edge:
     ``size`` chunks per step, steps taking the lanes in turn, except that lane ℓ's first step
@@ -126,7 +140,7 @@ def groups(count: int, size: int, lanes: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def plan(forest, C: int, lanes: int, step=lambda u, v: 1) -> tuple[list, list]:
+def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]:
     """The hops of every tree, each issued at its pipeline time: (down, up), sorted.
 
     Chunk number i of a tree crosses the edge below member u at i + depth(u) going down, the
@@ -134,8 +148,8 @@ def plan(forest, C: int, lanes: int, step=lambda u, v: 1) -> tuple[list, list]:
     :mod:`ccxml.tables.tree`), so a thread block meets its hops in the order their data become
     ready, whichever tree they belong to. Over edge (u, v) a step carries ``step(u, v)`` chunks,
     in lanes out of phase (:func:`groups`), and is issued when its last chunk's data are ready.
-    Going up, hops whose partial sums still have a step of more than one chunk (a NIC) ahead of
-    them go a whole pipeline earlier: the slow hop then runs while the fast links reduce the
+    Going up, hops whose partial sums still have an edge between nodes (a NIC) ahead of them
+    go a whole pipeline earlier: the slow hop then runs while the fast links reduce the
     rest, instead of after them (dgx-h100 x 4 ReduceScatter at 1 GiB: 84% → 90% of the bound).
 
     Channels: a phase has ``2·lanes``: the first half for hops whose data are there from the
@@ -154,7 +168,7 @@ def plan(forest, C: int, lanes: int, step=lambda u, v: 1) -> tuple[list, list]:
             depth, far = {tree.root: 0}, {tree.root: False}
             for u, v in edges:
                 depth[v] = depth[u] + 1
-                far[v] = far[u] or step(u, v) > 1
+                far[v] = far[u] or step.remote(u, v)
             height = dict.fromkeys(depth, 0)
             for u, v in reversed(edges):
                 height[u] = max(height[u], height[v] + 1)
@@ -197,7 +211,7 @@ def plan(forest, C: int, lanes: int, step=lambda u, v: 1) -> tuple[list, list]:
 
 
 def lay_out(prog: Program, forest, C: int, lanes: int, *, gather: bool, reduce: bool, src, acc,
-            step=lambda u, v: 1) -> None:
+            step: Steps = Steps()) -> None:
     """Move root r's chunks r·C … r·C + C − 1 up its trees (``reduce``: children's partial sums
     into the parent, ``src(v, idx, n)`` a rank's own data, ``acc(v, idx, n)`` where it sums)
     and/or down them (``gather``), in the order and on the channels of :func:`plan`; the gather
@@ -255,7 +269,7 @@ def _lanes(forest, lanes: int) -> int:
     return lanes or LANES
 
 
-def fit_chunks(forest, C: int, lanes: int, phases: int, step=lambda u, v: 1, limit: int = MAX_NODES) -> int:
+def fit_chunks(forest, C: int, lanes: int, phases: int, step: Steps = Steps(), limit: int = MAX_NODES) -> int:
     """The largest chunk count <= C whose every rank stays within the runtimes' ``limit`` XML
     nodes (1 + ranks + thread blocks + steps; ccxml.vocab.wire), counted on :func:`plan`'s hops
     (a send and a receive step each; one thread block per rank, peer, channel and direction),
@@ -288,14 +302,11 @@ def _chunks(forest, chunks: int, group: int) -> int:
     return chunks or auto_chunks(forest, group)
 
 
-def _step(topology, group: int):
-    """Chunks per step on an edge between two nodes (``group``; 0: automatic, GROUP), one on an
-    edge inside a node: (u, v) -> chunks."""
+def _step(topology, group: int) -> Steps:
+    """The :class:`Steps` of ``--opt group`` (0: automatic, GROUP) on this topology's nodes."""
     if not isinstance(group, int) or group < 0:
         raise AlgorithmError(f"forest: group must be an integer >= 0 (0: automatic), got {group}")
-    group = group or GROUP
-    G = topology.network.gpus
-    return lambda u, v: group if u // G != v // G else 1
+    return Steps(topology.network.gpus, group or GROUP)
 
 
 def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,

@@ -14,25 +14,18 @@ pytest.importorskip("networkx")
 pytest.importorskip("scipy")
 
 from mpirun import ccxml_run  # noqa: E402
+from tiny_network import small  # noqa: E402
 
 from ccxml.algorithms import build  # noqa: E402
 from ccxml.frontend.algorithm import AlgorithmError, Options  # noqa: E402
 from ccxml.interpreter import verify  # noqa: E402
 from ccxml.synthesis.forest import synthesize  # noqa: E402
-from ccxml.topology import Topology, load_preset  # noqa: E402
-from ccxml.topology.network import NetworkSpec  # noqa: E402
+from ccxml.topology import load_preset  # noqa: E402
 from ccxml.vocab.wire import Coll  # noqa: E402
 
 COLLS = [Coll.ALLGATHER, Coll.REDUCESCATTER, Coll.ALLREDUCE]
 
 
-def small(nodes: int = 2) -> Topology:
-    """2 GPUs per node on a PCIe switch with one NIC (4 ranks over 2 nodes)."""
-    spec = NetworkSpec.model_validate({
-        "name": "tiny", "gpus": 2, "nodes": nodes, "fabric": {"kind": "switch"},
-        "devices": [{"name": "sw", "kind": "pcie-switch"}, {"name": "nic0", "kind": "nic", "bandwidth": 10e9}],
-        "links": [{"a": "gpu{g}", "b": "sw", "bandwidth": 30e9}, {"a": "nic0", "b": "sw", "bandwidth": 30e9}]})
-    return Topology(network=spec)
 
 
 @pytest.mark.parametrize("topo", [small(), load_preset("pcie", 1), load_preset("dgx-h100", 2)],
@@ -223,3 +216,18 @@ def test_plan_issues_every_hop_after_the_hops_that_bring_its_data(coll):
             for j in range(idx, idx + size):
                 assert all(k < key for k in into.get((v, j), ()))
                 into.setdefault((u, j), []).append(key)
+
+
+def test_going_up_hops_with_a_nic_ahead_go_first_whatever_the_step_size():
+    """ReduceScatter's priority follows the node boundary, not the chunks per step: the hops
+    keyed a pipeline early (a NIC still ahead of their sums) are the same with ``--opt group=1``
+    as with 2, and there are some; with no topology (nothing remote) there are none."""
+    from ccxml.algorithms.forest import Steps, _step, plan
+    topo = load_preset("dgx-h100", 2)
+    f = synthesize(topo.graph(), coll="reducescatter")
+    assert _step(topo, 1).remote(0, 8) and not _step(topo, 1).remote(0, 7) and _step(topo, 2)(0, 8) == 2
+
+    def early(step):            # (root, parent, child) of the up hops keyed before time 0
+        return {(h[2], h[7], h[8]) for h in plan(f, 16, 2, step)[1] if h[0] < 0}
+    assert early(_step(topo, 1)) == early(_step(topo, 2)) != set()
+    assert early(Steps()) == set()
