@@ -23,7 +23,7 @@ from ccxml.cli.shared import (
     source_options,
 )
 from ccxml.cli.topology import check_fit, ranks_of, resolve, topology_options
-from ccxml.driver import exact_bound_lines, limit_note, other_reading, rank_algorithms, window_warning
+from ccxml.driver import EXACT_CUT, exact_bound_lines, limit_note, other_reading, rank_algorithms, window_warning
 from ccxml.vocab.files import file_text
 from ccxml.vocab.wire import Coll
 
@@ -168,7 +168,7 @@ def _print_table(label, schedule, topo, results, bounds, warnings, nlinks) -> No
     hops = " > ".join(f"r{s.gpu}/tb{s.tb}/{s.step}:{s.type}" for s in path[:8])
     more = f" > ... ({len(path) - 8} more)" if len(path) > 8 else ""
     out.append(f"# critical path at {at}: {len(path)} steps: {hops}{more}")
-    if b is not None and b.busbw != float("inf"):
+    if b is not None and b.busbw != float("inf") and b.cut != EXACT_CUT:  # else: exact_bound_lines
         share = last.busbw / b.busbw * 100 if b.busbw > 0 else 0.0
         out.append(f"# bound at {at}: busbw <= {b.busbw / 1e9:.2f} GB/s ({b.cut}); this schedule "
                    f"reaches {share:.1f}% of it")
@@ -237,7 +237,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
 
     Without a topology option: the flat model (dedicated 100 GB/s links, 1 µs per transfer);
     --preset NAME --nodes N ranks on that cluster, with its links shared."""
-    from ccxml.simulator import busbw_bound
+    from ccxml.driver import bound_at, exact_bound_of
     from ccxml.simulator.rules import hccl_rule
     from ccxml.vocab.sizes import format_size
     n = parse_sizes(nbytes, None, None, 2.0)[0]
@@ -250,7 +250,7 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
     other = other_reading(topo)
     ranked, skipped, unbounded, alts = rank_algorithms(coll, ranks, n, topo, root, jobs=resolve_jobs(jobs),
                                                        others=() if other is None else (other[1],))
-    bound = busbw_bound(topo, coll, ranks, n, root or 0)
+    bound = bound_at(topo, coll, ranks, n, root or 0, exact_bound_of(topo, coll))
     advice = hccl_rule(coll, ranks, n, topo)
     names = [name for name, _ in ranked]
     times = {name: r.time_s for name, r in ranked}

@@ -92,7 +92,6 @@ def _us(x: float) -> str:
 
 def describe_lines(topo) -> list[str]:
     """What the model uses, for people (``ccxml topology show``)."""
-    from ccxml.topology.bounds import lower_bound
     out = [f"# topology: {topo.describe()}"]
     if topo.network is None:
         lv = [("intra", topo.intra)] + ([("inter", topo.inter)] if topo.inter is not None else [])
@@ -149,14 +148,15 @@ def describe_lines(topo) -> list[str]:
                        f"(latency {_us(r.latency)} + overhead {_us(r.overhead)}), "
                        f"bottleneck {_gbps(r.bottleneck)}")
     if p is not None and p >= 2:
-        from ccxml.simulator import busbw_factor
+        from ccxml.driver import EXACT_CUT, bound_at, exact_bound_of
         n = float(1 << 30)
         parts = []
         for coll in ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast"):
-            b = lower_bound(topo, coll, p, n)
-            parts.append(f"{coll} {busbw_factor(coll, p) * n / b.time_s / 1e9:.1f}" if b.time_s > 0
-                         else f"{coll} unlimited")
-        out.append(f"# busbw bounds (GB/s, from the cuts each collective must cross): {', '.join(parts)}")
+            b = bound_at(topo, coll, p, n, 0, exact_bound_of(topo, coll))
+            mark = " (max-flow)" if b.cut == EXACT_CUT else ""
+            parts.append(f"{coll} {b.busbw / 1e9:.1f}{mark}" if b.time_s > 0 else f"{coll} unlimited")
+        out.append("# busbw bounds (GB/s, the tighter of the cuts each collective must cross and the "
+                   f"max-flow bound below): {', '.join(parts)}")
     return out
 
 

@@ -16,7 +16,15 @@ The submodules import what they need when called, so ``import ccxml.driver`` sta
 """
 from __future__ import annotations
 
-from ccxml.driver.rank import bounds, exact_bound_lines, other_reading, rank_algorithms
+from ccxml.driver.rank import (
+    EXACT_CUT,
+    bound_at,
+    bounds,
+    exact_bound_lines,
+    exact_bound_of,
+    other_reading,
+    rank_algorithms,
+)
 from ccxml.driver.source import (
     UNVERIFIED_NOTE,
     Source,
@@ -54,7 +62,8 @@ from ccxml.driver.topology import (
     resolve_topology,
 )
 
-__all__ = ["UNVERIFIED_NOTE", "AlgorithmSpec", "OptionError", "Source", "SourceError", "TopologyOptions",
+__all__ = ["EXACT_CUT", "UNVERIFIED_NOTE", "bound_at", "exact_bound_of",
+           "AlgorithmSpec", "OptionError", "Source", "SourceError", "TopologyOptions",
            "Unverified", "algorithm_schedule", "algorithm_schedules", "bounds", "build", "check_fit",
            "check_verified", "compile", "compiled", "compiled_algorithm", "exact_bound_lines", "export",
            "fit_ranks", "free_model_problem", "generate_spec", "generate_text", "limit_note", "load_source",

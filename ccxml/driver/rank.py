@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ccxml.loader.model import Schedule
     from ccxml.simulator import BusbwBound
     from ccxml.simulator.results import SimResult
+    from ccxml.topology.flow import ExactBound
     from ccxml.topology.model import Topology
     from ccxml.vocab.wire import Coll
 
@@ -105,14 +106,51 @@ def other_reading(topo: Topology) -> tuple[str, Topology] | None:
     return other, Topology.from_dict({"network": spec.with_proxy(other)})
 
 
+#: the ``cut`` of a :func:`bound_at` that the max-flow bound gives (its cut is in exact_bound_lines)
+EXACT_CUT = "the exact max-flow bound"
+
+
+def exact_bound_of(topo: Topology, coll: Coll | str) -> ExactBound | None:
+    """The exact max-flow bound of ``coll`` on ``topo`` (ccxml.topology.flow) where it applies:
+    AllGather, ReduceScatter and AllReduce on a network topology, with networkx and scipy
+    installed; else None."""
+    from ccxml.vocab.errors import TopologyError
+    coll = getattr(coll, "value", coll)
+    if getattr(topo, "network", None) is None or coll not in ("allgather", "reducescatter", "allreduce"):
+        return None
+    from ccxml.topology.flow import exact_bound
+    try:
+        return exact_bound(topo.graph(), coll)
+    except TopologyError:
+        return None
+
+
+def bound_at(topo: Topology, coll: Coll | str, p: int, n: float, root: int = 0,
+             exact: ExactBound | None = None) -> BusbwBound:
+    """The tighter of the topology's two bounds at ``n`` bytes: the port and NIC cuts
+    (:func:`ccxml.simulator.busbw_bound`, any collective) and ``exact``, the max-flow bound under
+    the runtime's route rule (:func:`exact_bound_of`), which every schedule the runtime can run
+    obeys too. On dgx-h100 x 4 the cuts give 513 GB/s (NVLink + PCIe into a GPU), the max-flow
+    bound 500 GB/s (off-node data all comes through the 50 GB/s NIC)."""
+    from ccxml.simulator import BusbwBound, busbw_bound
+    coll = getattr(coll, "value", coll)
+    cuts = busbw_bound(topo, coll, p, n, root)
+    if exact is None or exact.p != p:
+        return cuts
+    t = exact.time_s(n)
+    if t <= cuts.time_s:
+        return cuts
+    return BusbwBound(t, exact.busbw, EXACT_CUT)
+
+
 def bounds(topo: Topology, schedule: Schedule, sizes: list[int], root: int | None = None
            ) -> list[BusbwBound | None]:
-    """The topology's busbw bound for ``schedule``'s collective at each size (None each when it
-    has fewer than 2 ranks); ``root`` defaults to the one the file records."""
-    from ccxml.simulator import busbw_bound
+    """The topology's busbw bound (:func:`bound_at`) for ``schedule``'s collective at each size
+    (None each when it has fewer than 2 ranks); ``root`` defaults to the one the file records."""
     p = schedule.ngpus or len(schedule.gpus)
     the_root = root if root is not None else (int(schedule.attrs.get("root", 0) or 0))
-    return [busbw_bound(topo, schedule.coll, p, n, the_root) if p >= 2 else None for n in sizes]
+    exact = exact_bound_of(topo, schedule.coll) if p >= 2 else None
+    return [bound_at(topo, schedule.coll, p, n, the_root, exact) if p >= 2 else None for n in sizes]
 
 
 def exact_bound_lines(topo: Topology, coll: Coll | str, busbw: float | None = None) -> list[str]:

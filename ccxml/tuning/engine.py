@@ -278,6 +278,15 @@ class _Ranker:
         #: the same builds and simulations done elsewhere (a process pool); None: here, lazily
         self._prefetch = prefetch
         self._sigs: dict[tuple[str, int], str | None] = {}    # (name, n) -> signature (None: no build)
+        self._exact: dict[str, object] = {}                    # coll -> exact max-flow bound or None
+
+    def exact(self, coll: str):
+        """The topology's exact max-flow bound of ``coll`` (:func:`ccxml.driver.exact_bound_of`),
+        computed once."""
+        if coll not in self._exact:
+            from ccxml.driver import exact_bound_of
+            self._exact[coll] = exact_bound_of(self.topology, coll)
+        return self._exact[coll]
 
     def prefetch(self, sizes: list[int]) -> None:
         """Build and simulate, through ``prefetch``, every active candidate at ``sizes`` not
@@ -338,15 +347,17 @@ class _Ranker:
 
 def _point(ranker: _Ranker, name: str, n: int, text: str, schedule, root: int = 0) -> dict:
     """Simulated figures of the written file at n bytes, the topology's busbw bound there (the
-    fastest any schedule could be, :func:`ccxml.simulator.busbw_bound`), and the runner-up for
+    fastest any schedule could be, :func:`ccxml.driver.bound_at`), and the runner-up for
     comparison."""
-    from ccxml.simulator import busbw_bound, simulate_schedule
+    from ccxml.driver import bound_at
+    from ccxml.simulator import simulate_schedule
     key = (sim_signature(text, schedule), n)
     r = ranker._cache.get(key)
     if r is None:
         r = ranker._cache[key] = simulate_schedule(schedule, n, ranker.topology)
     doc: dict[str, Any] = {"bytes": n, "time_us": _sig(r.time_s * 1e6), "busbw_GBps": _sig(r.busbw / 1e9)}
-    bound = busbw_bound(ranker.topology, schedule.coll, r.nranks, n, root)
+    coll = getattr(schedule.coll, "value", schedule.coll)
+    bound = bound_at(ranker.topology, coll, r.nranks, n, root, ranker.exact(coll))
     if bound.time_s > 0:
         doc["bound_busbw_GBps"] = _sig(bound.busbw / 1e9)
         doc["bound_cut"] = bound.cut
