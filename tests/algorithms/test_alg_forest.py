@@ -231,3 +231,40 @@ def test_going_up_hops_with_a_nic_ahead_go_first_whatever_the_step_size():
         return {(h[2], h[7], h[8]) for h in plan(f, 16, 2, step)[1] if h[0] < 0}
     assert early(_step(topo, 1)) == early(_step(topo, 2)) != set()
     assert early(Steps()) == set()
+
+
+def test_partial_sums_inside_a_node_go_two_chunks_a_step_out_of_phase():
+    """Going up inside a node a step carries ``near`` chunks (default 2), lane 1 starting with
+    one so that the lanes' step latencies fall half a step apart, and no single-chunk draining
+    (it would put the lanes back in phase); between nodes the NIC's steps still drain. Going
+    down nothing changes (AllGather's files are the same)."""
+    from ccxml.algorithms.forest import _step, groups, plan
+    g = groups(32, 2, 2, drain=False)
+    assert [n for _, n, _ in g] == [2, 1] + [2] * 14 + [1]
+    # chunks a lane has moved after each of its steps: even on lane 0, odd on lane 1 (each lane's
+    # thread block moves its chunks at the same rate: their steps end half a step apart)
+    # (but the last step, which takes what is left)
+    done = {lane: list(__import__("itertools").accumulate(n for _, n, ln in g[:-1] if ln == lane))
+            for lane in (0, 1)}
+    assert all(c % 2 == 0 for c in done[0]) and all(c % 2 == 1 for c in done[1]) and len(done[1]) == 8
+    topo = load_preset("dgx-h100", 2)
+    f = synthesize(topo.graph(), coll="reducescatter")
+    step = _step(topo, 2)
+    assert (step.near, _step(topo, 2, near=1).near) == (2, 1)
+    down, up = plan(f, 32, 2, step)
+    near = [h[6] for h in up if not step.remote(h[7], h[8])]
+    assert near.count(2) > 0.85 * len(near) and max(near) == 2
+    one = _step(topo, 2, near=1)
+    down1, up1 = plan(f, 32, 2, one)
+    assert down1 == down                                          # AllGather: unchanged
+    assert all(h[6] == 1 for h in up1 if not one.remote(h[7], h[8]))
+
+    def nic(hops):              # (root, chunk, chunks, u, v) of the steps between nodes: unchanged
+        return sorted((h[2], h[5], h[6], h[7], h[8]) for h in hops if step.remote(h[7], h[8]))
+    assert nic(up) == nic(up1) and {h[2] for h in nic(up)} == {1, 2}    # 2-chunk steps, draining
+
+
+def test_near_must_be_a_non_negative_integer():
+    topo = load_preset("dgx-h100", 2)
+    with pytest.raises(AlgorithmError, match="near must be an integer"):
+        build("forest", Coll.REDUCESCATTER, 16, topology=topo, near=-1)
