@@ -70,7 +70,7 @@ def _fits(p: int, limits: str, lanes: int, phases: tuple[str, ...], chunks: int)
 #: defaults chosen by benchmarks/bench_forest.py (see docs/forest.md)
 LANES = 2
 GROUP = 2
-#: chunks per step of partial sums inside a node (Steps.up)
+#: chunks per step inside a node of partial sums with a NIC ahead (Steps.up)
 NEAR = 2
 #: the runtimes' XML nodes per GPU (ccxml.vocab.wire profiles: max_nodes)
 MAX_NODES = 4095
@@ -108,8 +108,8 @@ def auto_chunks(forest, group: int = 1) -> int:
 
 class Steps:
     """Chunks per step on edge (u, v): ``group`` between two nodes (``remote``), one inside a
-    node going down (:meth:`__call__`) and ``near`` inside a node going up (:meth:`up`). The
-    default (no topology) is one chunk everywhere and no edge remote."""
+    node (:meth:`__call__`), ``near`` inside a node for partial sums with a NIC ahead
+    (:meth:`up`). The default (no topology) is one chunk everywhere and no edge remote."""
 
     def __init__(self, gpus: int = 0, group: int = 1, near: int = 1):
         self.gpus, self.group, self.near = gpus, group, near
@@ -121,14 +121,17 @@ class Steps:
         return self.group if self.remote(u, v) else 1
 
     def up(self, u: int, v: int) -> int:
-        """Going up (partial sums), inside a node: ``near`` chunks a step, lanes out of phase
-        and no draining (:func:`groups`). Every leaf sends from the start, so its thread blocks
-        all step together: one chunk a step, they all wait out the NVLink step latency (3.4 µs
-        of 36) at once and the port idles 10% of the time; two chunks a step, lane 1 starting
-        with one, the lanes' latencies fall half a step apart and one lane moves data while the
-        other waits. Draining one chunk a step would bring the lanes back in phase (dgx-h100 x 4
-        ReduceScatter at 1 GiB: near 1 90.0%, 2 with draining 97.1%, 2 98.6%, 3 94.8%, 4
-        90.0% of the bound)."""
+        """Going up, partial sums that still have a NIC ahead of them: ``near`` chunks a step
+        inside a node, lanes out of phase and no draining (:func:`groups`). Those leaves send
+        from the start, so with one chunk a step their thread blocks all step together, all
+        wait out the NVLink step latency (3.4 µs of 36) at once and the port idles 10% of the
+        time; two chunks a step, lane 1 starting with one, the lanes' latencies fall half a step
+        apart and one lane moves data while the other waits. Draining one chunk a step would
+        bring the lanes back in phase. Sums for a root in the node keep one chunk a step and
+        drain: the root's sums then complete chunk by chunk and AllReduce's AllGather follows
+        them closely. (dgx-h100 x 4 at 1 GiB, ReduceScatter / AllReduce: one chunk a step 90.0 /
+        94.7%; two for every hop inside a node 98.6 / 97.1% — with draining 97.1%, three 94.8%,
+        four 90.0% —; two for the sums with a NIC ahead 98.9 / 99.0% of the bound.)"""
         return self.group if self.remote(u, v) else self.near
 
 
@@ -205,7 +208,9 @@ def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]
                                  lane + lanes * (depth[u] > 0)))
             ready = {}
             for n, (u, v) in enumerate(reversed(edges)):
-                for i, size, lane in groups(count, step.up(v, u), lanes, drain=step.remote(v, u)):
+                # partial sums with a NIC ahead: step.near chunks a step inside a node (Steps.up)
+                per = step.up(v, u) if far[v] else step(v, u)
+                for i, size, lane in groups(count, per, lanes, drain=step.remote(v, u)):
                     last = i + size - 1
                     key = ((last + height[v]) / count - far[v], height[v])
                     for j in range(i, i + size):

@@ -234,10 +234,11 @@ def test_going_up_hops_with_a_nic_ahead_go_first_whatever_the_step_size():
 
 
 def test_partial_sums_inside_a_node_go_two_chunks_a_step_out_of_phase():
-    """Going up inside a node a step carries ``near`` chunks (default 2), lane 1 starting with
-    one so that the lanes' step latencies fall half a step apart, and no single-chunk draining
-    (it would put the lanes back in phase); between nodes the NIC's steps still drain. Going
-    down nothing changes (AllGather's files are the same)."""
+    """Going up inside a node, partial sums with a NIC ahead move ``near`` chunks a step
+    (default 2), lane 1 starting with one so that the lanes' step latencies fall half a step
+    apart, and no single-chunk draining (it would put the lanes back in phase); sums for a root
+    in the node keep one chunk a step; between nodes the NIC's steps still drain. Going down
+    nothing changes (AllGather's files are the same)."""
     from ccxml.algorithms.forest import _step, groups, plan
     g = groups(32, 2, 2, drain=False)
     assert [n for _, n, _ in g] == [2, 1] + [2] * 14 + [1]
@@ -252,8 +253,10 @@ def test_partial_sums_inside_a_node_go_two_chunks_a_step_out_of_phase():
     step = _step(topo, 2)
     assert (step.near, _step(topo, 2, near=1).near) == (2, 1)
     down, up = plan(f, 32, 2, step)
-    near = [h[6] for h in up if not step.remote(h[7], h[8])]
+    inside = [h for h in up if not step.remote(h[7], h[8])]
+    near = [h[6] for h in inside if h[7] // 8 != h[2] // 8]        # the root in the other node
     assert near.count(2) > 0.85 * len(near) and max(near) == 2
+    assert all(h[6] == 1 for h in inside if h[7] // 8 == h[2] // 8)  # the root in this node
     one = _step(topo, 2, near=1)
     down1, up1 = plan(f, 32, 2, one)
     assert down1 == down                                          # AllGather: unchanged
