@@ -13,7 +13,9 @@ to the bound x* per root (:func:`ccxml.topology.flow.exact_bound`). This script 
   on the same trees.
 
 CLI: ``ccxml generate forest --coll allgather --preset dgx-h100 --nodes 4`` (a network topology is
-required); options ``--opt chunks=C`` (per rank block, 0: 4·k·depth-ish automatic) and ``tol``.
+required); options ``--opt chunks=C`` (per rank block, 0: 4·k·depth-ish automatic), ``tol``,
+``lanes``, ``group`` (chunks a NIC step), ``near`` (chunks a step inside a node of partial sums with a
+NIC ahead; ReduceScatter and AllReduce).
 """
 from __future__ import annotations
 
