@@ -13,7 +13,9 @@ to the bound x* per root (:func:`ccxml.topology.flow.exact_bound`). This script 
   on the same trees.
 
 CLI: ``ccxml generate forest --coll allgather --preset dgx-h100 --nodes 4`` (a network topology is
-required); options ``--opt chunks=C`` (per rank block, 0: 4·k·depth-ish automatic) and ``tol``.
+required); options ``--opt chunks=C`` (per rank block, 0: 4·k·depth-ish automatic), ``tol``,
+``lanes``, ``group`` (chunks a NIC step), ``near`` (chunks a step inside a node of partial sums with a
+NIC ahead; ReduceScatter and AllReduce).
 """
 from __future__ import annotations
 
@@ -70,6 +72,8 @@ def _fits(p: int, limits: str, lanes: int, phases: tuple[str, ...], chunks: int)
 #: defaults chosen by benchmarks/bench_forest.py (see docs/forest.md)
 LANES = 2
 GROUP = 2
+#: chunks per step inside a node of partial sums with a NIC ahead (Steps.up)
+NEAR = 2
 #: the runtimes' XML nodes per GPU (ccxml.vocab.wire profiles: max_nodes)
 MAX_NODES = 4095
 MIN_HEADROOM = 0.0
@@ -106,10 +110,11 @@ def auto_chunks(forest, group: int = 1) -> int:
 
 class Steps:
     """Chunks per step on edge (u, v): ``group`` between two nodes (``remote``), one inside a
-    node. The default (no topology) is one chunk everywhere and no edge remote."""
+    node (:meth:`__call__`), ``near`` inside a node for partial sums with a NIC ahead
+    (:meth:`up`). The default (no topology) is one chunk everywhere and no edge remote."""
 
-    def __init__(self, gpus: int = 0, group: int = 1):
-        self.gpus, self.group = gpus, group
+    def __init__(self, gpus: int = 0, group: int = 1, near: int = 1):
+        self.gpus, self.group, self.near = gpus, group, near
 
     def remote(self, u: int, v: int) -> bool:
         return self.gpus > 0 and u // self.gpus != v // self.gpus
@@ -117,8 +122,22 @@ class Steps:
     def __call__(self, u: int, v: int) -> int:
         return self.group if self.remote(u, v) else 1
 
+    def up(self, u: int, v: int) -> int:
+        """Going up, partial sums that still have a NIC ahead of them: ``near`` chunks a step
+        inside a node, lanes out of phase and no draining (:func:`groups`). Those leaves send
+        from the start, so with one chunk a step their thread blocks all step together, all
+        wait out the NVLink step latency (3.4 µs of 36) at once and the port idles 10% of the
+        time; two chunks a step, lane 1 starting with one, the lanes' latencies fall half a step
+        apart and one lane moves data while the other waits. Draining one chunk a step would
+        bring the lanes back in phase. Sums for a root in the node keep one chunk a step and
+        drain: the root's sums then complete chunk by chunk and AllReduce's AllGather follows
+        them closely. (dgx-h100 x 4 at 1 GiB, ReduceScatter / AllReduce: one chunk a step 90.0 /
+        94.7%; two for every hop inside a node 98.6 / 97.1% — with draining 97.1%, three 94.8%,
+        four 90.0% —; two for the sums with a NIC ahead 98.9 / 99.0% of the bound.)"""
+        return self.group if self.remote(u, v) else self.near
 
-def groups(count: int, size: int, lanes: int) -> list[tuple[int, int, int]]:
+
+def groups(count: int, size: int, lanes: int, drain: bool = True) -> list[tuple[int, int, int]]:
     """(first chunk, chunks, lane) of the steps that move a tree's ``count`` chunks over one edge:
     ``size`` chunks per step, steps taking the lanes in turn, except that lane ℓ's first step
     carries ⌈size·ℓ/lanes⌉ chunks and the second half of the chunks go one per step. The lanes'
@@ -127,12 +146,13 @@ def groups(count: int, size: int, lanes: int) -> list[tuple[int, int, int]]:
     pipeline drains in small steps: what the last step brings must still be forwarded, at the
     end, by the links behind it. (dgx-h100 x 4 AllGather at 1 GiB, 32 chunks: one per step
     88.4%, two 91.5%, two then one 96.2% of the bound.) size 1: one chunk per step, lane i mod
-    lanes."""
+    lanes. ``drain`` False: no single-chunk second half (the lanes stay out of phase to the
+    end; :meth:`Steps.up`)."""
     out, i, j = [], 0, 0
     while i < count:
         lane = j % lanes
         n = size if j >= lanes or lane == 0 else max(1, -(-size * lane // lanes))
-        if 2 * (count - i) <= count:
+        if drain and 2 * (count - i) <= count:
             n = 1
         n = min(n, count - i)
         out.append((i, n, lane))
@@ -190,7 +210,9 @@ def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]
                                  lane + lanes * (depth[u] > 0)))
             ready = {}
             for n, (u, v) in enumerate(reversed(edges)):
-                for i, size, lane in groups(count, step(v, u), lanes):
+                # partial sums with a NIC ahead: step.near chunks a step inside a node (Steps.up)
+                per = step.up(v, u) if far[v] else step(v, u)
+                for i, size, lane in groups(count, per, lanes, drain=step.remote(v, u)):
                     last = i + size - 1
                     key = ((last + height[v]) / count - far[v], height[v])
                     for j in range(i, i + size):
@@ -302,15 +324,17 @@ def _chunks(forest, chunks: int, group: int) -> int:
     return chunks or auto_chunks(forest, group)
 
 
-def _step(topology, group: int) -> Steps:
-    """The :class:`Steps` of ``--opt group`` (0: automatic, GROUP) on this topology's nodes."""
-    if not isinstance(group, int) or group < 0:
-        raise AlgorithmError(f"forest: group must be an integer >= 0 (0: automatic), got {group}")
-    return Steps(topology.network.gpus, group or GROUP)
+def _step(topology, group: int, near: int = 0) -> Steps:
+    """The :class:`Steps` of ``--opt group`` and ``near`` (0: automatic, GROUP and NEAR) on this
+    topology's nodes."""
+    for name, value in (("group", group), ("near", near)):
+        if not isinstance(value, int) or value < 0:
+            raise AlgorithmError(f"forest: {name} must be an integer >= 0 (0: automatic), got {value}")
+    return Steps(topology.network.gpus, group or GROUP, near or NEAR)
 
 
 def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,
-           headroom: float, tol: float, phases: int, group: int, limits: str = "exec"):
+           headroom: float, tol: float, phases: int, group: int, limits: str = "exec", near: int = 0):
     """The forest packed for ``trees`` (allgather or reducescatter) within the limits of
     ``limits``, its channels, the chunks per rank block that fit the runtime (``phases`` passes
     over the trees), and the program over p·C chunks with one-way thread blocks: (program,
@@ -326,7 +350,7 @@ def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: i
         lanes = 1
         forest = _forest(p, topology, trees, tol, _headroom(topology, headroom), (fit[0], 2, *fit[2:]))
     lanes = _lanes(forest, lanes)
-    step = _step(topology, group)
+    step = _step(topology, group, near)
     multi = topology.network.nodes > 1
     C = fit_chunks(forest, _chunks(forest, chunks, (group or GROUP) if multi else 1), lanes, phases, step)
     prog = program("forest", coll, p, p * C, options)
@@ -350,9 +374,10 @@ def allgather(p: int, *, topology=None, options: Options = Options(), chunks: in
 @algorithm("forest", Coll.REDUCESCATTER)
 def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
                   lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
-                  limits: str = "exec") -> Program:
+                  limits: str = "exec", near: int = 0) -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.REDUCESCATTER, "reducescatter", topology, options, chunks,
-                                          lanes, headroom, tol, phases=1, group=group, limits=limits)
+                                          lanes, headroom, tol, phases=1, group=group, limits=limits,
+                                          near=near)
 
     def acc(v, idx, size):
         r = idx // C
@@ -366,9 +391,10 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks
 @algorithm("forest", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
               lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
-              limits: str = "exec") -> Program:
+              limits: str = "exec", near: int = 0) -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.ALLREDUCE, "allgather", topology, options, chunks, lanes,
-                                          headroom, tol, phases=2, group=group, limits=limits)
+                                          headroom, tol, phases=2, group=group, limits=limits,
+                                          near=near)
     lay_out(prog, forest, C, lanes, gather=True, reduce=True, src=lambda v, idx, size: prog.input(v, idx, size),
             acc=lambda v, idx, size: prog.output(v, idx, size), step=step)
     return prog

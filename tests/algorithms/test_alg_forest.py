@@ -104,7 +104,8 @@ def test_generate_summary_says_bound_cut_share_k_and_time(tmp_path):
 
 
 # the 95% figure of issue 23: simulated busbw at 1 GiB >= 95% of the exact bound
-FIGURES = [("dgx-h100", 1, c) for c in ("allgather", "reducescatter", "allreduce")]
+FIGURES = [("dgx-h100", 1, c) for c in ("allgather", "reducescatter", "allreduce")] + [
+    ("dgx-h100", 2, "reducescatter")]         # 94.0% with one chunk a step going up, 98.6% now
 
 
 @pytest.mark.parametrize("preset, nodes, coll", FIGURES, ids=[f"{p}x{n}-{c}" for p, n, c in FIGURES])
@@ -231,3 +232,43 @@ def test_going_up_hops_with_a_nic_ahead_go_first_whatever_the_step_size():
         return {(h[2], h[7], h[8]) for h in plan(f, 16, 2, step)[1] if h[0] < 0}
     assert early(_step(topo, 1)) == early(_step(topo, 2)) != set()
     assert early(Steps()) == set()
+
+
+def test_partial_sums_inside_a_node_go_two_chunks_a_step_out_of_phase():
+    """Going up inside a node, partial sums with a NIC ahead move ``near`` chunks a step
+    (default 2), lane 1 starting with one so that the lanes' step latencies fall half a step
+    apart, and no single-chunk draining (it would put the lanes back in phase); sums for a root
+    in the node keep one chunk a step; between nodes the NIC's steps still drain. Going down
+    nothing changes (AllGather's files are the same)."""
+    from ccxml.algorithms.forest import _step, groups, plan
+    g = groups(32, 2, 2, drain=False)
+    assert [n for _, n, _ in g] == [2, 1] + [2] * 14 + [1]
+    # chunks a lane has moved after each of its steps: even on lane 0, odd on lane 1 (each lane's
+    # thread block moves its chunks at the same rate: their steps end half a step apart)
+    # (but the last step, which takes what is left)
+    done = {lane: list(__import__("itertools").accumulate(n for _, n, ln in g[:-1] if ln == lane))
+            for lane in (0, 1)}
+    assert all(c % 2 == 0 for c in done[0]) and all(c % 2 == 1 for c in done[1]) and len(done[1]) == 8
+    topo = load_preset("dgx-h100", 2)
+    f = synthesize(topo.graph(), coll="reducescatter")
+    step = _step(topo, 2)
+    assert (step.near, _step(topo, 2, near=1).near) == (2, 1)
+    down, up = plan(f, 32, 2, step)
+    inside = [h for h in up if not step.remote(h[7], h[8])]
+    near = [h[6] for h in inside if h[7] // 8 != h[2] // 8]        # the root in the other node
+    assert near.count(2) > 0.85 * len(near) and max(near) == 2
+    assert all(h[6] == 1 for h in inside if h[7] // 8 == h[2] // 8)  # the root in this node
+    one = _step(topo, 2, near=1)
+    down1, up1 = plan(f, 32, 2, one)
+    assert down1 == down                                          # AllGather: unchanged
+    assert all(h[6] == 1 for h in up1 if not one.remote(h[7], h[8]))
+
+    def nic(hops):              # (root, chunk, chunks, u, v) of the steps between nodes: unchanged
+        return sorted((h[2], h[5], h[6], h[7], h[8]) for h in hops if step.remote(h[7], h[8]))
+    assert nic(up) == nic(up1) and {h[2] for h in nic(up)} == {1, 2}    # 2-chunk steps, draining
+
+
+def test_near_must_be_a_non_negative_integer():
+    topo = load_preset("dgx-h100", 2)
+    with pytest.raises(AlgorithmError, match="near must be an integer"):
+        build("forest", Coll.REDUCESCATTER, 16, topology=topo, near=-1)
