@@ -253,7 +253,10 @@ def two_level(prob: "_Problem", r: int) -> tuple[int, ...] | None:
     return tuple(parent)
 
 
-def _depth(parent) -> int:
+def _depth(parent, spread: bool = False) -> float:
+    """The tree's depth; ``spread``: plus a thousandth of its members' mean depth, so that among
+    trees of one depth the one reaching more ranks in fewer hops wins the shallow LP's ties
+    (dgx-h100 x 8: the root's own node at once by NVLink rather than through one relay there)."""
     d, best = {}, 0
     for v in range(len(parent)):
         chain, x = [], v
@@ -265,13 +268,15 @@ def _depth(parent) -> int:
             base += 1
             d[y] = base
         best = max(best, d[v])
-    return best
+    return best + 1e-3 * sum(d.values()) / max(1, len(parent) - 1) if spread else best
 
 
-def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_least: float | None = None):
+def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_least: float | None = None,
+        spread: bool = False):
     """(x, rates, link duals). max x: Σ rates of each searched root's trees = x, link loads ≤
     capacities. With ``at_least``: among the packings with x ≥ at_least, the one whose trees are
-    shallowest (least Σ rate × depth) — a shorter pipeline at the same rate."""
+    shallowest (least Σ rate × depth; ``spread``: :func:`_depth`'s tie-break) — a shorter
+    pipeline at the same rate."""
     import numpy as np
     from scipy.optimize import linprog
     from scipy.sparse import csr_array, hstack
@@ -289,7 +294,7 @@ def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_leas
     if at_least is None:
         c[nt] = -1
     else:
-        c[:nt] = [_depth(parent) for _, parent in cands]
+        c[:nt] = [_depth(parent, spread) for _, parent in cands]
         bounds[nt] = (at_least / scale, None)
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=eq, b_eq=np.zeros(len(roots)), bounds=bounds,
                   method="highs")
@@ -366,7 +371,7 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
         x, weights, duals = _lp(prob, cands, loads)
         best = x
     # the shallowest packing within tol/2 of the best rate ranks the trees
-    _, weights, _ = _lp(prob, cands, loads, at_least=best * (1 - tol / 2))
+    _, weights, _ = _lp(prob, cands, loads, at_least=best * (1 - tol / 2), spread=True)
     orders = [sorted((i for i, (q, _) in enumerate(cands) if q == r), key=lambda i: (-weights[i], i))
               for r in roots]
     from ccxml.synthesis.fit import choose_k
