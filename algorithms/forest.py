@@ -14,8 +14,9 @@ to the bound x* per root (:func:`ccxml.topology.flow.exact_bound`). This script 
 
 CLI: ``ccxml generate forest --coll allgather --preset dgx-h100 --nodes 4`` (a network topology is
 required); options ``--opt chunks=C`` (per rank block, 0: 4·k·depth-ish automatic), ``tol``,
-``lanes``, ``group`` (chunks a NIC step), ``near`` (chunks a step inside a node of partial sums with a
-NIC ahead; ReduceScatter and AllReduce).
+``lanes``, ``group`` (chunks a NIC step), ``inner=N`` (chunks per step inside a node, 0:
+:func:`inner_group`), ``near`` (chunks a step inside a node of partial sums with a NIC ahead;
+ReduceScatter and AllReduce), ``headroom``.
 """
 from __future__ import annotations
 
@@ -80,6 +81,10 @@ MIN_HEADROOM = 0.0
 #: XML nodes per counted node: the dependency pass adds nops (dgx-h100 x 4 AllReduce, 32 chunks:
 #: 4454 nodes on gpu 0 where the hops and thread blocks count 3929, 13.4% more)
 NOP_MARGIN = 1.15
+#: a step inside a node lasts at least this many times its route's latency at 1 GiB while a rank
+#: forwards to all its node's peers at once (:func:`inner_group`)
+STEP_LATENCIES = 8
+GIB = 1 << 30
 
 
 def shares(forest, r: int, chunks: int) -> list[tuple[object, int, int]]:
@@ -109,18 +114,18 @@ def auto_chunks(forest, group: int = 1) -> int:
 
 
 class Steps:
-    """Chunks per step on edge (u, v): ``group`` between two nodes (``remote``), one inside a
-    node (:meth:`__call__`), ``near`` inside a node for partial sums with a NIC ahead
-    (:meth:`up`). The default (no topology) is one chunk everywhere and no edge remote."""
+    """Chunks per step on edge (u, v): ``group`` between two nodes (``remote``), ``inner`` inside a
+    node (:meth:`__call__`), ``near`` inside a node for partial sums with a NIC ahead (:meth:`up`).
+    The default (no topology) is one chunk everywhere and no edge remote."""
 
-    def __init__(self, gpus: int = 0, group: int = 1, near: int = 1):
-        self.gpus, self.group, self.near = gpus, group, near
+    def __init__(self, gpus: int = 0, group: int = 1, inner: int = 1, near: int = 1):
+        self.gpus, self.group, self.inner, self.near = gpus, group, inner, near
 
     def remote(self, u: int, v: int) -> bool:
         return self.gpus > 0 and u // self.gpus != v // self.gpus
 
     def __call__(self, u: int, v: int) -> int:
-        return self.group if self.remote(u, v) else 1
+        return self.group if self.remote(u, v) else self.inner
 
     def up(self, u: int, v: int) -> int:
         """Going up, partial sums that still have a NIC ahead of them: ``near`` chunks a step
@@ -135,6 +140,34 @@ class Steps:
         94.7%; two for every hop inside a node 98.6 / 97.1% — with draining 97.1%, three 94.8%,
         four 90.0% —; two for the sums with a NIC ahead 98.9 / 99.0% of the bound.)"""
         return self.group if self.remote(u, v) else self.near
+
+
+def inner_group(topology, p: int, C: int, lanes: int) -> int:
+    """Chunks per step inside a node (``--opt inner=0``, automatic): the fewest whose step, at
+    1 GiB, lasts STEP_LATENCIES times its route's latency while a rank sends to every peer of
+    its node at once, ``lanes`` steps each (the max-min share of the busiest link on the way).
+    A step waits out its latency before it moves data, and a gateway's steps to its peers go in
+    phase (they forward the same chunk), so short steps leave the link idle that share of the
+    time. dgx-h100 x 8 AllGather at 1 GiB, 32 chunks of 512 KiB per block: NVLink steps of one
+    chunk (16 µs at 32 GB/s against 3.4 µs) 87.8% of the bound, of two 94.7%, of three 89.7%.
+    On the other topologies of docs/forest.md a chunk already lasts 8 latencies: 1."""
+    spec = getattr(topology, "network", None)
+    if spec is None or spec.gpus < 2:
+        return 1
+    net = topology.graph()
+    chunk = GIB / (p * C)
+    need = 1
+    for u in range(spec.gpus):
+        routes = [net.route(u, v) for v in range(spec.gpus) if v != u]
+        use: dict[int, int] = {}
+        for r in routes:
+            for x in r.resources:
+                use[x] = use.get(x, 0) + 1
+        for r in routes:
+            if r.resources:
+                flow = min(net.link_cap[x] / (use[x] * lanes) for x in r.resources)
+                need = max(need, -(-int(STEP_LATENCIES * r.latency * flow) // int(chunk)))
+    return need
 
 
 def groups(count: int, size: int, lanes: int, drain: bool = True) -> list[tuple[int, int, int]]:
@@ -324,17 +357,18 @@ def _chunks(forest, chunks: int, group: int) -> int:
     return chunks or auto_chunks(forest, group)
 
 
-def _step(topology, group: int, near: int = 0) -> Steps:
+def _step(topology, group: int, near: int = 0, inner: int = 1) -> Steps:
     """The :class:`Steps` of ``--opt group`` and ``near`` (0: automatic, GROUP and NEAR) on this
-    topology's nodes."""
+    topology's nodes, with ``inner`` chunks per step inside a node."""
     for name, value in (("group", group), ("near", near)):
         if not isinstance(value, int) or value < 0:
             raise AlgorithmError(f"forest: {name} must be an integer >= 0 (0: automatic), got {value}")
-    return Steps(topology.network.gpus, group or GROUP, near or NEAR)
+    return Steps(topology.network.gpus, group or GROUP, inner, near or NEAR)
 
 
 def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,
-           headroom: float, tol: float, phases: int, group: int, limits: str = "exec", near: int = 0):
+           headroom: float, tol: float, phases: int, group: int, limits: str = "exec", near: int = 0,
+           inner: int = 0):
     """The forest packed for ``trees`` (allgather or reducescatter) within the limits of
     ``limits``, its channels, the chunks per rank block that fit the runtime (``phases`` passes
     over the trees), and the program over p·C chunks with one-way thread blocks: (program,
@@ -350,9 +384,12 @@ def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: i
         lanes = 1
         forest = _forest(p, topology, trees, tol, _headroom(topology, headroom), (fit[0], 2, *fit[2:]))
     lanes = _lanes(forest, lanes)
-    step = _step(topology, group, near)
     multi = topology.network.nodes > 1
-    C = fit_chunks(forest, _chunks(forest, chunks, (group or GROUP) if multi else 1), lanes, phases, step)
+    C = _chunks(forest, chunks, (group or GROUP) if multi else 1)
+    if not isinstance(inner, int) or inner < 0:
+        raise AlgorithmError(f"forest: inner must be an integer >= 0 (0: automatic), got {inner}")
+    step = _step(topology, group, near, inner or inner_group(topology, p, C, lanes))
+    C = fit_chunks(forest, C, lanes, phases, step)
     prog = program("forest", coll, p, p * C, options)
     prog.split_directions()
     prog.forest = forest                # the generate summary reads it
@@ -362,9 +399,10 @@ def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: i
 @algorithm("forest", Coll.ALLGATHER)
 def allgather(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
               lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
-              limits: str = "exec") -> Program:
+              limits: str = "exec", inner: int = 0) -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.ALLGATHER, "allgather", topology, options, chunks, lanes,
-                                          headroom, tol, phases=1, group=group, limits=limits)
+                                          headroom, tol, phases=1, group=group, limits=limits,
+                                          inner=inner)
     for r in range(p):
         prog.input(r, 0, C).copy(prog.output(r, r * C, C))
     lay_out(prog, forest, C, lanes, gather=True, reduce=False, src=None, acc=None, step=step)
@@ -374,10 +412,10 @@ def allgather(p: int, *, topology=None, options: Options = Options(), chunks: in
 @algorithm("forest", Coll.REDUCESCATTER)
 def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
                   lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
-                  limits: str = "exec", near: int = 0) -> Program:
+                  limits: str = "exec", near: int = 0, inner: int = 0) -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.REDUCESCATTER, "reducescatter", topology, options, chunks,
                                           lanes, headroom, tol, phases=1, group=group, limits=limits,
-                                          near=near)
+                                          near=near, inner=inner)
 
     def acc(v, idx, size):
         r = idx // C
@@ -391,10 +429,10 @@ def reducescatter(p: int, *, topology=None, options: Options = Options(), chunks
 @algorithm("forest", Coll.ALLREDUCE)
 def allreduce(p: int, *, topology=None, options: Options = Options(), chunks: int = 0,
               lanes: int = 0, headroom: float = -1.0, tol: float = 0.02, group: int = 0,
-              limits: str = "exec", near: int = 0) -> Program:
+              limits: str = "exec", near: int = 0, inner: int = 0) -> Program:
     prog, forest, C, lanes, step = _start(p, Coll.ALLREDUCE, "allgather", topology, options, chunks, lanes,
                                           headroom, tol, phases=2, group=group, limits=limits,
-                                          near=near)
+                                          near=near, inner=inner)
     lay_out(prog, forest, C, lanes, gather=True, reduce=True, src=lambda v, idx, size: prog.input(v, idx, size),
             acc=lambda v, idx, size: prog.output(v, idx, size), step=step)
     return prog

@@ -91,11 +91,12 @@ class Forest:
         return (self.p - 1) * self.rate
 
 
-def min_arborescence(W, root: int):
+def min_arborescence(W, root: int, fast: bool = True):
     """Parents of a minimum-cost spanning arborescence of root ``root`` in the dense cost matrix
     ``W`` (W[i, j]: edge i → j; math.inf: none) — Chu–Liu/Edmonds: every vertex takes its cheapest
     in-edge, every cycle is contracted with its in-edges' costs reduced, and the recursion's choice
-    is expanded back."""
+    is expanded back. ``fast``: the expansion in whole-array steps (:func:`_expand`); False: one
+    component at a time (:func:`_expand_loop`), its exact twin (tests/synthesis)."""
     import numpy as np
     n = W.shape[0]
     W = np.array(W, dtype=float)
@@ -140,9 +141,20 @@ def min_arborescence(W, root: int):
     A = adj[order][:, order]
     R = np.minimum.reduceat(np.minimum.reduceat(A, starts, axis=0), starts, axis=1)
     np.fill_diagonal(R, np.inf)
-    sub = min_arborescence(R, int(comp[root]))
-    members = [order[starts[i]:(starts[i + 1] if i + 1 < len(starts) else n)] for i in range(ncomp)]
+    sub = min_arborescence(R, int(comp[root]), fast)
     out = par.copy()
+    (_expand if fast else _expand_loop)(adj, comp, sub, order, starts, out)
+    out[root] = -1
+    return out
+
+
+def _expand_loop(adj, comp, sub, order, starts, out) -> None:
+    """Expand the contracted choice ``sub`` (parent component of each component): component cv
+    enters at the cheapest edge from a member of sub[cv] into one of its own, the first in (tail,
+    head) order among equal costs; that head's parent becomes the tail."""
+    import numpy as np
+    n, ncomp = len(comp), len(starts)
+    members = [order[starts[i]:(starts[i + 1] if i + 1 < len(starts) else n)] for i in range(ncomp)]
     for cv in range(ncomp):
         cu = sub[cv]
         if cu < 0:
@@ -150,8 +162,23 @@ def min_arborescence(W, root: int):
         block = adj[np.ix_(members[cu], members[cv])]
         i, j = np.unravel_index(np.argmin(block), block.shape)
         out[members[cv][j]] = members[cu][i]
-    out[root] = -1
-    return out
+
+
+def _expand(adj, comp, sub, order, starts, out) -> None:
+    """:func:`_expand_loop` in whole-array steps (256 ranks: 107,000 np.ix_ calls were 7 of the
+    synthesis' 60 s): every head j's cheapest tail in its component's parent component (the
+    lowest tail among equal costs), then per component the head whose (cost, tail, head) is least
+    — the same edge as the loop's first minimum in (tail, head) order."""
+    import numpy as np
+    want = sub[comp]                                    # the parent component of each head's
+    masked = np.where(comp[:, None] == want[None, :], adj, np.inf)
+    tail = np.argmin(masked, axis=0)                    # lowest row among equal costs
+    cost = masked[tail, np.arange(len(comp))]
+    heads = np.flatnonzero(want >= 0)
+    pick = heads[np.lexsort((heads, tail[heads], cost[heads], comp[heads]))]
+    first = np.r_[True, np.diff(comp[pick]) != 0]
+    chosen = pick[first]
+    out[chosen] = tail[chosen]
 
 
 def _shallow(cost, r: int):
@@ -253,7 +280,10 @@ def two_level(prob: "_Problem", r: int) -> tuple[int, ...] | None:
     return tuple(parent)
 
 
-def _depth(parent) -> int:
+def _depth(parent, spread: bool = False) -> float:
+    """The tree's depth; ``spread``: plus a thousandth of its members' mean depth, so that among
+    trees of one depth the one reaching more ranks in fewer hops wins the shallow LP's ties
+    (dgx-h100 x 8: the root's own node at once by NVLink rather than through one relay there)."""
     d, best = {}, 0
     for v in range(len(parent)):
         chain, x = [], v
@@ -265,13 +295,15 @@ def _depth(parent) -> int:
             base += 1
             d[y] = base
         best = max(best, d[v])
-    return best
+    return best + 1e-3 * sum(d.values()) / max(1, len(parent) - 1) if spread else best
 
 
-def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_least: float | None = None):
+def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_least: float | None = None,
+        spread: bool = False):
     """(x, rates, link duals). max x: Σ rates of each searched root's trees = x, link loads ≤
     capacities. With ``at_least``: among the packings with x ≥ at_least, the one whose trees are
-    shallowest (least Σ rate × depth) — a shorter pipeline at the same rate."""
+    shallowest (least Σ rate × depth; ``spread``: :func:`_depth`'s tie-break) — a shorter
+    pipeline at the same rate."""
     import numpy as np
     from scipy.optimize import linprog
     from scipy.sparse import csr_array, hstack
@@ -289,7 +321,7 @@ def _lp(prob: _Problem, cands: list[tuple[int, tuple[int, ...]]], loads, at_leas
     if at_least is None:
         c[nt] = -1
     else:
-        c[:nt] = [_depth(parent) for _, parent in cands]
+        c[:nt] = [_depth(parent, spread) for _, parent in cands]
         bounds[nt] = (at_least / scale, None)
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=eq, b_eq=np.zeros(len(roots)), bounds=bounds,
                   method="highs")
@@ -366,7 +398,7 @@ def synthesize(net, *, coll: str = "allgather", rounds: int = 0, tol: float = 0.
         x, weights, duals = _lp(prob, cands, loads)
         best = x
     # the shallowest packing within tol/2 of the best rate ranks the trees
-    _, weights, _ = _lp(prob, cands, loads, at_least=best * (1 - tol / 2))
+    _, weights, _ = _lp(prob, cands, loads, at_least=best * (1 - tol / 2), spread=True)
     orders = [sorted((i for i, (q, _) in enumerate(cands) if q == r), key=lambda i: (-weights[i], i))
               for r in roots]
     from ccxml.synthesis.fit import choose_k

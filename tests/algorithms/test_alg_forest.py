@@ -272,3 +272,47 @@ def test_near_must_be_a_non_negative_integer():
     topo = load_preset("dgx-h100", 2)
     with pytest.raises(AlgorithmError, match="near must be an integer"):
         build("forest", Coll.REDUCESCATTER, 16, topology=topo, near=-1)
+
+
+def test_rail_tree_for_every_root_on_eight_nodes():
+    """dgx-h100 x 8: among the depth-2 trees at the bound the packing keeps, for every root, the
+    rail tree (its node at once by NVLink), not one reaching its node through a local relay."""
+    from ccxml.synthesis.forest import _Problem, two_level
+    net = load_preset("dgx-h100", 8).graph()
+    f = synthesize(net, coll="allgather")
+    assert f.k == 1 and f.rate >= 0.99 * f.bound.rate
+    prob = _Problem(net, False)
+    assert all(t.parent == two_level(prob, t.root) for t in f.trees)
+
+
+def test_steps_inside_a_node_last_enough_latencies():
+    """The automatic chunks per step inside a node: the fewest whose step at 1 GiB lasts
+    STEP_LATENCIES route latencies at a rank's share of its NVLink while it forwards to all 7
+    peers on 2 lanes (450/14 GB/s, 3.4 µs). One chunk of 512 KiB (dgx-h100 x 8, 32 chunks) lasts
+    16 µs, too short: 2; 1 MiB (x 4) is enough: 1."""
+    from ccxml.algorithms.forest import STEP_LATENCIES, inner_group
+
+    def lasts(topo, C, g):          # the step's length in latencies
+        return g * (1 << 30) / (topo.nranks * C) / (450e9 / 14) / 3.4e-6
+    x8, x4 = load_preset("dgx-h100", 8), load_preset("dgx-h100", 4)
+    g = inner_group(x8, 64, 32, 2)
+    assert g == 2 and lasts(x8, 32, g) >= STEP_LATENCIES > lasts(x8, 32, g - 1)
+    assert inner_group(x4, 32, 32, 2) == 1 and lasts(x4, 32, 1) >= STEP_LATENCIES
+    assert inner_group(x8, 64, 64, 2) == 4                  # twice the chunks, twice the group
+    assert inner_group(load_preset("dgx-h100", 1), 8, 16, 2) == 1
+
+
+def test_inner_option_steps_inside_a_node():
+    """``--opt inner=N`` puts N chunks in a step inside a node (the first half of a tree's
+    chunks; the second half drains one per step); a negative value is one clear error."""
+    from ccxml.algorithms.forest import _step, plan
+    topo = load_preset("dgx-h100", 2)
+    f = synthesize(topo.graph(), coll="allgather")
+
+    def sizes(inner):                   # chunks per step of the hops inside a node / across
+        down, _ = plan(f, 16, 2, _step(topo, 2, inner=inner))
+        inside = {h[6] for h in down if h[7] // 8 == h[8] // 8}
+        return inside, {h[6] for h in down if h[7] // 8 != h[8] // 8}
+    assert sizes(3) == ({1, 2, 3}, {1, 2}) and sizes(1) == ({1}, {1, 2})
+    with pytest.raises(AlgorithmError, match="inner must be"):
+        build("forest", Coll.ALLGATHER, 16, topology=topo, inner=-1)
