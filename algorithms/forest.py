@@ -146,12 +146,13 @@ def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]
     Chunk number i of a tree crosses the edge below member u at i + depth(u) going down (NCCL's
     pipelined tree, :mod:`ccxml.tables.tree`), so a thread block meets its hops in the order
     their data become ready, whichever tree they belong to. Going up, the time is the mirror
-    image of going down: chunk i crosses the edge above v at i + D − depth(v) (D: the tree's
-    depth) and reaches the root at i + D, so a leaf above the tree's deepest level sends as late
-    as its parent needs the sum, not at once: sent at once, its hops take their share of the
-    links while the deeper leaves' hops, on the same links, fall behind, and the root waits for
-    them (pcie x 1 ReduceScatter at 1 GiB: 83.3% → 91.7% of the bound; AllReduce 87.2% →
-    89.9%). Over edge (u, v) a step carries ``step(u, v)`` chunks, in lanes out of phase
+    image of going down inside the root's node: chunk i crosses the edge above v at
+    i + D − depth(v) (D: the depth of the tree's part in the root's node, at least v's height)
+    and reaches the root at i + D, so a leaf above the tree's deepest level sends as late as its
+    parent needs the sum, not at once: sent at once, its hops take their share of the links
+    while the deeper leaves' hops, on the same links, fall behind, and the root waits for them
+    (pcie x 1 ReduceScatter at 1 GiB: 83.3% → 91.7% of the bound; AllReduce 87.2% → 89.9%).
+    Over edge (u, v) a step carries ``step(u, v)`` chunks, in lanes out of phase
     (:func:`groups`), and is issued when its last chunk's data are ready.
     Going up, hops whose partial sums still have an edge between nodes (a NIC) ahead of them
     go a whole pipeline earlier: the slow hop then runs while the fast links reduce the
@@ -174,10 +175,15 @@ def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]
             for u, v in edges:
                 depth[v] = depth[u] + 1
                 far[v] = far[u] or step.remote(u, v)
-            # going up, the mirror image of going down: chunk i leaves v at i + D - depth(v) and
-            # reaches the root at i + D, every hop as late as the root's pipeline allows
-            D = max(depth.values())
-            late = {v: D - d for v, d in depth.items()}
+            # going up, the mirror image of going down inside the root's node: chunk i leaves v at
+            # i + D - depth(v) (D: the depth of the tree's part in the root's node) and reaches the
+            # root at i + D, as late as the root's pipeline allows; hops beyond a NIC keep their
+            # height (they go a pipeline earlier, below)
+            height = dict.fromkeys(depth, 0)
+            for u, v in reversed(edges):
+                height[u] = max(height[u], height[v] + 1)
+            D = max(d for v, d in depth.items() if not far[v])
+            late = {v: max(height[v], D - d) for v, d in depth.items()}
             inner = {u for u, _ in edges}
             # key of a hop: (time, level); a hop comes after those that bring it its data
             # (their key with level + 1), whatever the grouping of chunks upstream
