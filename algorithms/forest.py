@@ -106,16 +106,26 @@ def auto_chunks(forest, group: int = 1) -> int:
 
 class Steps:
     """Chunks per step on edge (u, v): ``group`` between two nodes (``remote``), one inside a
-    node. The default (no topology) is one chunk everywhere and no edge remote."""
+    node — or ``group`` on every edge (``every``: one node, where every edge is of the slowest
+    kind there is). The default (no topology) is one chunk everywhere and no edge remote.
 
-    def __init__(self, gpus: int = 0, group: int = 1):
-        self.gpus, self.group = gpus, group
+    On one node too, steps of one chunk in every lane at once leave a link idle while all its
+    lanes wait out their step latency together, and move two chunks at half rate where one
+    would do (a coarser pipeline); grouped steps out of phase (:func:`groups`) keep it moving.
+    At 1 GiB, share of the bound, one chunk per step → ``group`` 2 on every edge: pcie x 1
+    AllGather 98.7% → 98.8%, ReduceScatter 91.7% → 93.5%, AllReduce 89.9% → 95.5%; dgx-h100
+    x 1 96.0%, 97.2% (from 95.1%, 96.3%), AllReduce 99.8%; mi300x x 1 AllGather 96.4% → 97.3%,
+    ReduceScatter 97.2% → 98.1%. The chunk count stays as on one node (doubling it, as off one
+    node, gives pcie x 1 AllReduce 91.8%)."""
+
+    def __init__(self, gpus: int = 0, group: int = 1, every: bool = False):
+        self.gpus, self.group, self.every = gpus, group, every
 
     def remote(self, u: int, v: int) -> bool:
         return self.gpus > 0 and u // self.gpus != v // self.gpus
 
     def __call__(self, u: int, v: int) -> int:
-        return self.group if self.remote(u, v) else 1
+        return self.group if self.every or self.remote(u, v) else 1
 
 
 def groups(count: int, size: int, lanes: int) -> list[tuple[int, int, int]]:
@@ -315,10 +325,11 @@ def _chunks(forest, chunks: int, group: int) -> int:
 
 
 def _step(topology, group: int) -> Steps:
-    """The :class:`Steps` of ``--opt group`` (0: automatic, GROUP) on this topology's nodes."""
+    """The :class:`Steps` of ``--opt group`` (0: automatic, GROUP) on this topology's nodes: on
+    the edges between nodes, or on every edge of one node."""
     if not isinstance(group, int) or group < 0:
         raise AlgorithmError(f"forest: group must be an integer >= 0 (0: automatic), got {group}")
-    return Steps(topology.network.gpus, group or GROUP)
+    return Steps(topology.network.gpus, group or GROUP, every=topology.network.nodes == 1)
 
 
 def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,
