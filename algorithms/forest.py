@@ -115,17 +115,27 @@ def auto_chunks(forest, group: int = 1) -> int:
 
 class Steps:
     """Chunks per step on edge (u, v): ``group`` between two nodes (``remote``), ``inner`` inside a
-    node (:meth:`__call__`), ``near`` inside a node for partial sums with a NIC ahead (:meth:`up`).
-    The default (no topology) is one chunk everywhere and no edge remote."""
+    node (:meth:`__call__`), ``near`` inside a node for partial sums with a NIC ahead (:meth:`up`)
+    — or ``group`` on every edge (``every``: one node, where every edge is of the slowest kind
+    there is). The default (no topology) is one chunk everywhere and no edge remote.
 
-    def __init__(self, gpus: int = 0, group: int = 1, inner: int = 1, near: int = 1):
-        self.gpus, self.group, self.inner, self.near = gpus, group, inner, near
+    On one node too, steps of one chunk in every lane at once leave a link idle while all its
+    lanes wait out their step latency together, and move two chunks at half rate where one
+    would do (a coarser pipeline); grouped steps out of phase (:func:`groups`) keep it moving.
+    At 1 GiB, share of the bound, one chunk per step → ``group`` 2 on every edge: pcie x 1
+    AllGather 98.7% → 98.8%, ReduceScatter 91.7% → 93.5%, AllReduce 89.9% → 95.5%; dgx-h100
+    x 1 96.0%, 97.2% (from 95.1%, 96.3%), AllReduce 99.8%; mi300x x 1 AllGather 96.4% → 97.3%,
+    ReduceScatter 97.2% → 98.1%. The chunk count stays as on one node (doubling it, as off one
+    node, gives pcie x 1 AllReduce 91.8%)."""
+
+    def __init__(self, gpus: int = 0, group: int = 1, inner: int = 1, near: int = 1, every: bool = False):
+        self.gpus, self.group, self.inner, self.near, self.every = gpus, group, inner, near, every
 
     def remote(self, u: int, v: int) -> bool:
         return self.gpus > 0 and u // self.gpus != v // self.gpus
 
     def __call__(self, u: int, v: int) -> int:
-        return self.group if self.remote(u, v) else self.inner
+        return self.group if self.every or self.remote(u, v) else self.inner
 
     def up(self, u: int, v: int) -> int:
         """Going up, partial sums that still have a NIC ahead of them: ``near`` chunks a step
@@ -196,11 +206,17 @@ def groups(count: int, size: int, lanes: int, drain: bool = True) -> list[tuple[
 def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]:
     """The hops of every tree, each issued at its pipeline time: (down, up), sorted.
 
-    Chunk number i of a tree crosses the edge below member u at i + depth(u) going down, the
-    edge above member v at i + height(v) going up (NCCL's pipelined tree,
-    :mod:`ccxml.tables.tree`), so a thread block meets its hops in the order their data become
-    ready, whichever tree they belong to. Over edge (u, v) a step carries ``step(u, v)`` chunks,
-    in lanes out of phase (:func:`groups`), and is issued when its last chunk's data are ready.
+    Chunk number i of a tree crosses the edge below member u at i + depth(u) going down (NCCL's
+    pipelined tree, :mod:`ccxml.tables.tree`), so a thread block meets its hops in the order
+    their data become ready, whichever tree they belong to. Going up, the time is the mirror
+    image of going down inside the root's node: chunk i crosses the edge above v at
+    i + D − depth(v) (D: the depth of the tree's part in the root's node, at least v's height)
+    and reaches the root at i + D, so a leaf above the tree's deepest level sends as late as its
+    parent needs the sum, not at once: sent at once, its hops take their share of the links
+    while the deeper leaves' hops, on the same links, fall behind, and the root waits for them
+    (pcie x 1 ReduceScatter at 1 GiB: 83.3% → 91.7% of the bound; AllReduce 87.2% → 89.9%).
+    Over edge (u, v) a step carries ``step(u, v)`` chunks, in lanes out of phase
+    (:func:`groups`), and is issued when its last chunk's data are ready.
     Going up, hops whose partial sums still have an edge between nodes (a NIC) ahead of them
     go a whole pipeline earlier: the slow hop then runs while the fast links reduce the
     rest, instead of after them (dgx-h100 x 4 ReduceScatter at 1 GiB: 84% → 90% of the bound).
@@ -222,9 +238,15 @@ def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]
             for u, v in edges:
                 depth[v] = depth[u] + 1
                 far[v] = far[u] or step.remote(u, v)
+            # going up, the mirror image of going down inside the root's node: chunk i leaves v at
+            # i + D - depth(v) (D: the depth of the tree's part in the root's node) and reaches the
+            # root at i + D, as late as the root's pipeline allows; hops beyond a NIC keep their
+            # height (they go a pipeline earlier, below)
             height = dict.fromkeys(depth, 0)
             for u, v in reversed(edges):
                 height[u] = max(height[u], height[v] + 1)
+            D = max(d for v, d in depth.items() if not far[v])
+            late = {v: max(height[v], D - d) for v, d in depth.items()}
             inner = {u for u, _ in edges}
             # key of a hop: (time, level); a hop comes after those that bring it its data
             # (their key with level + 1), whatever the grouping of chunks upstream
@@ -245,9 +267,9 @@ def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]
             for n, (u, v) in enumerate(reversed(edges)):
                 # partial sums with a NIC ahead: step.near chunks a step inside a node (Steps.up)
                 per = step.up(v, u) if far[v] else step(v, u)
-                for i, size, lane in groups(count, per, lanes, drain=step.remote(v, u)):
+                for i, size, lane in groups(count, per, lanes, drain=step.remote(v, u) or not far[v]):
                     last = i + size - 1
-                    key = ((last + height[v]) / count - far[v], height[v])
+                    key = ((last + late[v]) / count - far[v], late[v])
                     for j in range(i, i + size):
                         if (v, j) in ready:
                             t, lv = ready[(v, j)]
@@ -359,11 +381,13 @@ def _chunks(forest, chunks: int, group: int) -> int:
 
 def _step(topology, group: int, near: int = 0, inner: int = 1) -> Steps:
     """The :class:`Steps` of ``--opt group`` and ``near`` (0: automatic, GROUP and NEAR) on this
-    topology's nodes, with ``inner`` chunks per step inside a node."""
+    topology's nodes, with ``inner`` chunks per step inside a node; on one node ``group`` on
+    every edge."""
     for name, value in (("group", group), ("near", near)):
         if not isinstance(value, int) or value < 0:
             raise AlgorithmError(f"forest: {name} must be an integer >= 0 (0: automatic), got {value}")
-    return Steps(topology.network.gpus, group or GROUP, inner, near or NEAR)
+    return Steps(topology.network.gpus, group or GROUP, inner, near or NEAR,
+                 every=topology.network.nodes == 1)
 
 
 def _start(p: int, coll: Coll, trees: str, topology, options: Options, chunks: int, lanes: int,

@@ -105,7 +105,8 @@ def test_generate_summary_says_bound_cut_share_k_and_time(tmp_path):
 
 # the 95% figure of issue 23: simulated busbw at 1 GiB >= 95% of the exact bound
 FIGURES = [("dgx-h100", 1, c) for c in ("allgather", "reducescatter", "allreduce")] + [
-    ("dgx-h100", 2, "reducescatter")]         # 94.0% with one chunk a step going up, 98.6% now
+    ("dgx-h100", 2, "reducescatter"),          # 94.0% with one chunk a step going up, 98.6% now
+    ("pcie", 1, "allgather"), ("pcie", 1, "allreduce")]
 
 
 @pytest.mark.parametrize("preset, nodes, coll", FIGURES, ids=[f"{p}x{n}-{c}" for p, n, c in FIGURES])
@@ -316,3 +317,30 @@ def test_inner_option_steps_inside_a_node():
     assert sizes(3) == ({1, 2, 3}, {1, 2}) and sizes(1) == ({1}, {1, 2})
     with pytest.raises(AlgorithmError, match="inner must be"):
         build("forest", Coll.ALLGATHER, 16, topology=topo, inner=-1)
+
+
+def test_going_up_a_shallow_leaf_sends_when_its_parent_needs_the_sum():
+    """On one node the up phase is the mirror image of the down phase: chunk i leaves v at
+    i + D - depth(v), so the root's in-hops of a chunk share one time, from a leaf at depth 1 as
+    from the chain below a depth-2 child (a leaf sending at once starved the deeper chains:
+    pcie x 1 ReduceScatter 83% of the bound)."""
+    from ccxml.algorithms.forest import Steps, plan
+    from ccxml.synthesis.forest import Forest, Tree
+    # root 0: 0 -> 1 (a leaf at depth 1), 0 -> 2 -> 3 (a leaf at depth 2)
+    tree = Tree(0, (-1, 0, 0, 2), 1.0)
+    f = Forest(4, (tree,), 1.0, None, 1, 1.0, 0.0)
+    _, up = plan(f, 4, 1, Steps())
+    t = {(h[8], h[7], h[5]): h[0] for h in up if h[2] == 0}     # (child, parent, chunk) -> time
+    for i in range(4):
+        assert t[(1, 0, i)] == t[(2, 0, i)] > t[(3, 2, i)]
+        assert t[(1, 0, i)] == pytest.approx(t[(3, 2, i)] + 1 / 4)
+
+
+def test_one_node_groups_every_edge_and_several_nodes_only_the_nics():
+    """Grouped steps out of phase: on every edge of one node (every edge is of the slowest kind
+    there), only between nodes off one node; group=1 gives one chunk per step everywhere."""
+    from ccxml.algorithms.forest import _step
+    one, two = load_preset("pcie", 1), load_preset("dgx-h100", 2)
+    assert _step(one, 0)(0, 1) == 2 and _step(one, 0)(0, 7) == 2 and _step(one, 1)(0, 1) == 1
+    assert _step(two, 0)(0, 1) == 1 and _step(two, 0)(0, 8) == 2
+    assert not _step(one, 0).remote(0, 7)        # the up phase's NIC priority stays off one node
