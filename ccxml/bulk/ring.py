@@ -38,6 +38,7 @@ from itertools import chain
 from operator import itemgetter
 
 from ccxml.passes.splitting import _HALVES, _UNFUSED, settle_segments
+from ccxml.vocab.errors import LimitError
 from ccxml.vocab.wire import (
     RECV,
     RECV_COPY_SEND,
@@ -203,9 +204,9 @@ def ring_allreduce_lane(p: int) -> Lane:
     return lane
 
 
-def split(lane: Lane, limit: int) -> list[tuple[Lane, bool, bool]]:
+def split(lane: Lane, limit: int) -> tuple[list[tuple[Lane, bool, bool]], int]:
     """The splitting pass on a lane whose step i sends to step i+1 of the next rank: its pieces
-    in order, each (steps, sends, receives)."""
+    in order, each (steps, sends, receives), and the last piece's number (the pass's ``top``)."""
     n = len(lane)
     halves = bytes(_HALVES[t] for t in lane.types)
     spart = [i + 1 if halves[i] & 2 else -1 for i in range(n)]
@@ -238,7 +239,7 @@ def split(lane: Lane, limit: int) -> list[tuple[Lane, bool, bool]]:
     if order != sorted(order):              # (never for a ring: its pieces follow the steps)
         raise ValueError("internal: a lane's pieces are out of order")
     return [(runs[m], any(t.sends for t in runs[m].types),
-             any(t.receives or not t.sends for t in runs[m].types)) for m in order]
+             any(t.receives or not t.sends for t in runs[m].types)) for m in order], max(order)
 
 
 def _sent_from(lane: Lane, cut: list[bool] | None, i: int) -> Buffer:
@@ -255,8 +256,11 @@ def lower(algorithm: str, coll: str, ranks: int | None, *, profile: Profile, cha
     path must run: anything but ring AllReduce out of place on ≥ 2 ranks, a target whose
     pipeline is not :data:`PIPELINE` or that does not execute fused steps, ``merge_rcs=False``,
     options the builder refuses (the object path says why), or a schedule that breaks one of the
-    target's limits (the object path names it). The caller leaves to the object path whatever
-    else changes the schedule (a topology, ``--opt``, ``--passes``, ``--dump-after``...)."""
+    target's limits after splitting (the object path names it). Raises the splitting pass's
+    LimitError, word for word, where the pieces would need a channel the target does not have
+    (the object path would build every step to say so: minutes at 4096 ranks). The caller leaves
+    to the object path whatever else changes the schedule (a topology, ``--opt``, ``--passes``,
+    ``--dump-after``...)."""
     if (algorithm != "ring" or coll != "allreduce" or not merge_rcs or inplace
             or type(ranks) is not int or ranks < 2 or type(channels) is not int or channels < 1
             or min_bytes < 0 or max_bytes < 0 or (max_bytes and max_bytes < min_bytes)
@@ -268,7 +272,12 @@ def lower(algorithm: str, coll: str, ranks: int | None, *, profile: Profile, cha
     p, k = ranks, channels
     lane = ring_allreduce_lane(p)
     if len(lane) > profile.max_steps_per_tb:
-        parts = split(lane, profile.max_steps_per_tb)
+        parts, top = split(lane, profile.max_steps_per_tb)
+        if top * k + k - 1 > profile.max_chan:      # the splitting pass's refusal, word for word
+            raise LimitError(
+                f"a thread block on gpu 0 has {len(lane)} steps; the {profile.name} limit is "
+                f"{profile.max_steps_per_tb} per TB, and splitting it needs channel {top * k + k - 1} "
+                f"> {profile.max_chan}: use --target legacy (256 steps per TB) or fewer --channels")
     else:
         parts = [(lane, True, True)]
     # each instance c has the pieces on channels c, c + k, c + 2k, ...; piece m waits on m−1

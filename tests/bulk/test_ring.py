@@ -59,7 +59,8 @@ def test_settled_splits_are_the_passes_own_walk():
     """Splitting the lane takes the pass's fixed point: pieces within the limit, the send half of
     a cut step opening the next piece, and the same shape on every rank (the written twin)."""
     limit = profile("legacy").max_steps_per_tb
-    pieces = split(ring_allreduce_lane(1024), limit)
+    pieces, top = split(ring_allreduce_lane(1024), limit)
+    assert top == len(pieces) - 1 == 8
     assert [len(lane) for lane, _, _ in pieces] == [256] + [255] * 7 + [14]
     assert all(lane.types[0].value == "s" for lane, _, _ in pieces[1:])
     assert sum(len(lane) for lane, _, _ in pieces) == 2 * 1024 - 1 + len(pieces) - 1
@@ -69,7 +70,6 @@ def test_settled_splits_are_the_passes_own_walk():
     ("rccl", {}),                        # no fused steps: the lowering pass runs instead
     ("exec", {"inplace": True}),
     ("exec", {"merge_rcs": False}),       # --no-fuse
-    ("exec", {"channels": 8}),            # splitting needs channel 39 > 31: the object path says so
 ])
 def test_the_bulk_lowering_declines_what_it_does_not_stand_for(target, options):
     assert lower("ring", "allreduce", 256, profile=profile(target), **options) is None
@@ -103,12 +103,30 @@ def test_generate_to_stdout_and_a_limit_the_object_path_names(tmp_path):
     code, out, err = ccxml("generate", "ring", "--ranks", "6", "-o", "-", "--verify")
     assert code == 0, err
     assert out == object_path(6, "exec")
-    # 199 steps a TB: 4 pieces of each of 9 instances need channel 35 > 31
-    assert lower("ring", "allreduce", 100, profile=profile("exec"), channels=9) is None
-    code, out, err = ccxml("generate", "ring", "--ranks", "100", "--channels", "9", "-o", tmp_path / "x.xml")
-    assert code == 2 and "limit is 64 per TB, and splitting it needs channel 35 > 31" in err
-    with pytest.raises(LimitError):
+    # 199 steps a TB: 4 pieces of each of 9 instances need channel 35 > 31; the bulk lowering
+    # says so in the splitting pass's words, without building the steps
+    with pytest.raises(LimitError) as objects:
         object_path(100, "exec", channels=9)
+    with pytest.raises(LimitError) as bulk:
+        lower("ring", "allreduce", 100, profile=profile("exec"), channels=9)
+    assert str(bulk.value) == str(objects.value)
+    assert "limit is 64 per TB, and splitting it needs channel 35 > 31" in str(bulk.value)
+    code, out, err = ccxml("generate", "ring", "--ranks", "100", "--channels", "9", "-o", tmp_path / "x.xml")
+    assert code == 2 and err == f"ccxml: {objects.value}\n"
+
+
+@pytest.mark.parametrize("p,target,channels", [(65, "exec", 11), (129, "legacy", 17), (4096, "legacy", 1)])
+def test_a_channel_the_target_lacks_is_refused_as_the_splitting_pass_does(p, target, channels):
+    if p <= 200:
+        with pytest.raises(LimitError) as objects:
+            object_path(p, target, channels=channels)
+        want = str(objects.value)
+    else:                               # (the object path takes minutes to say it)
+        want = ("a thread block on gpu 0 has 8191 steps; the legacy limit is 256 per TB, and splitting "
+                "it needs channel 32 > 31: use --target legacy (256 steps per TB) or fewer --channels")
+    with pytest.raises(LimitError) as bulk:
+        lower("ring", "allreduce", p, profile=profile(target), channels=channels)
+    assert str(bulk.value) == want
 
 
 @pytest.mark.slow
