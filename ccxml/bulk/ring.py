@@ -9,8 +9,9 @@ the ranks, so here each pass is worked out once, on a *lane* of columns:
 * **build, threadblocks, ordering, fusion** (closed form). Rank r, instance c has one thread
   block sending to r+1 and receiving from r−1; its step i (0 ≤ i ≤ 2p−2) touches block
   (r−1−i) mod p, i.e. chunk ((r−1−i) mod p)·K + c of the input or output buffer
-  (``by_block``). In the tables' order the fused steps are ``s`` (the first ReduceScatter send),
-  ``rrs`` × (p−2), ``rrcs`` (the rank's own block completes and goes on), ``rcs`` × (p−2), ``r``.
+  (``by_block``; in place, the output is the input). In the tables' order the fused steps are
+  ``s`` (the first ReduceScatter send), ``rrs`` × (p−2), ``rrcs`` (the rank's own block
+  completes and goes on), ``rcs`` × (p−2), ``r``.
   Step i's send half is received by step i+1 of rank r+1.
 * **splitting**: the fixed point of :func:`ccxml.passes.splitting.settle_segments`, the pass's
   own walk, on the lane alone, its link partners taken within the lane (step i's send ↔ step
@@ -155,6 +156,7 @@ class BulkSchedule:
         yield head
         p, k = self.p, self.k
         chunks = p * k
+        outputs = 0 if self.header.inplace else chunks      # in place: no output buffer
         # per piece: the constant text before, between and after the two offsets of each step,
         # and which entry of the rank's rotated offsets each step takes
         stamps = []
@@ -175,7 +177,7 @@ class BulkSchedule:
         # offs[c][q]: the chunk of block q mod p of instance c, as text, q in 0 .. 3p-1
         offs = [[str((q % p) * k + c) for q in range(3 * p)] for c in range(k)]
         for r in range(p):
-            out = [f'  <gpu id="{r}" i_chunks="{chunks}" o_chunks="{chunks}" s_chunks="0">\n']
+            out = [f'  <gpu id="{r}" i_chunks="{chunks}" o_chunks="{outputs}" s_chunks="0">\n']
             send, recv = (r + 1) % p, (r - 1) % p
             for pc, before, between, after, pick, first in stamps:
                 out.append(f'    <tb id="{pc.id}" send="{send if pc.sends else -1}" '
@@ -190,17 +192,18 @@ class BulkSchedule:
         yield "</algo>\n"
 
 
-def ring_allreduce_lane(p: int) -> Lane:
+def ring_allreduce_lane(p: int, inplace: bool = False) -> Lane:
     """The fused steps of one rank's thread block (threadblocks, ordering and fusion done): see
-    the module docstring."""
+    the module docstring. In place, the output is the input buffer."""
+    out = I if inplace else O
     lane = Lane()
-    lane.add(SEND, I, O, -1)
+    lane.add(SEND, I, out, -1)
     for i in range(1, p - 1):
-        lane.add(RECV_REDUCE_SEND, I, O, -1 - i)
-    lane.add(RECV_REDUCE_COPY_SEND, I, O, -p)
+        lane.add(RECV_REDUCE_SEND, I, out, -1 - i)
+    lane.add(RECV_REDUCE_COPY_SEND, I, out, -p)
     for i in range(p, 2 * p - 2):
-        lane.add(RECV_COPY_SEND, O, O, -1 - i)
-    lane.add(RECV, _sent_from(lane, None, 2 * p - 3), O, -1 - (2 * p - 2))
+        lane.add(RECV_COPY_SEND, out, out, -1 - i)
+    lane.add(RECV, _sent_from(lane, None, 2 * p - 3), out, -1 - (2 * p - 2))
     return lane
 
 
@@ -253,7 +256,7 @@ def lower(algorithm: str, coll: str, ranks: int | None, *, profile: Profile, cha
           proto: str = "Simple", inplace: bool = False, min_bytes: int = 0, max_bytes: int = 0,
           merge_rcs: bool = True) -> BulkSchedule | None:
     """The bulk schedule of ``generate ALGORITHM`` with these options, or None where the object
-    path must run: anything but ring AllReduce out of place on ≥ 2 ranks, a target whose
+    path must run: anything but ring AllReduce on ≥ 2 ranks, a target whose
     pipeline is not :data:`PIPELINE` or that does not execute fused steps, ``merge_rcs=False``,
     options the builder refuses (the object path says why), or a schedule that breaks one of the
     target's limits after splitting (the object path names it). Raises the splitting pass's
@@ -261,7 +264,7 @@ def lower(algorithm: str, coll: str, ranks: int | None, *, profile: Profile, cha
     (the object path would build every step to say so: minutes at 4096 ranks). The caller leaves
     to the object path whatever else changes the schedule (a topology, ``--opt``, ``--passes``,
     ``--dump-after``...)."""
-    if (algorithm != "ring" or coll != "allreduce" or not merge_rcs or inplace
+    if (algorithm != "ring" or coll != "allreduce" or not merge_rcs
             or type(ranks) is not int or ranks < 2 or type(channels) is not int or channels < 1
             or min_bytes < 0 or max_bytes < 0 or (max_bytes and max_bytes < min_bytes)
             or not profile.fused_types_allowed):
@@ -270,7 +273,7 @@ def lower(algorithm: str, coll: str, ranks: int | None, *, profile: Profile, cha
     if str(pipeline(profile, merge_rcs=True)) != PIPELINE:
         return None
     p, k = ranks, channels
-    lane = ring_allreduce_lane(p)
+    lane = ring_allreduce_lane(p, inplace)
     if len(lane) > profile.max_steps_per_tb:
         parts, top = split(lane, profile.max_steps_per_tb)
         if top * k + k - 1 > profile.max_chan:      # the splitting pass's refusal, word for word
@@ -303,8 +306,8 @@ def lower(algorithm: str, coll: str, ranks: int | None, *, profile: Profile, cha
             or profile.max_cnt < 1 or 1 + p + len(pieces) + nsteps > profile.max_nodes
             or any(t not in profile.step_types for pc in pieces for t in pc.lane.types)):
         return None
-    header = _Header(f"ring_{coll}", Coll(coll), p, p * k, Proto(proto), 0, 1, min_bytes, max_bytes,
-                     nchannels)
+    header = _Header(f"ring_{coll}", Coll(coll), p, p * k, Proto(proto), 1 if inplace else 0,
+                     0 if inplace else 1, min_bytes, max_bytes, nchannels)
     return BulkSchedule(header, p, k, pieces)
 
 

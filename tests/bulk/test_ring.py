@@ -55,6 +55,11 @@ def test_protocol_and_size_window_reach_the_header_as_they_do_on_the_object_path
     same(9, "legacy", **options)
 
 
+@pytest.mark.parametrize("p,target,channels", [(3, "exec", 1), (40, "exec", 2), (130, "legacy", 1)])
+def test_in_place_the_output_is_the_input_as_on_the_object_path(p, target, channels):
+    same(p, target, inplace=True, channels=channels)
+
+
 def test_settled_splits_are_the_passes_own_walk():
     """Splitting the lane takes the pass's fixed point: pieces within the limit, the send half of
     a cut step opening the next piece, and the same shape on every rank (the written twin)."""
@@ -68,7 +73,6 @@ def test_settled_splits_are_the_passes_own_walk():
 
 @pytest.mark.parametrize("target,options", [
     ("rccl", {}),                        # no fused steps: the lowering pass runs instead
-    ("exec", {"inplace": True}),
     ("exec", {"merge_rcs": False}),       # --no-fuse
 ])
 def test_the_bulk_lowering_declines_what_it_does_not_stand_for(target, options):
