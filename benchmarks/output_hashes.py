@@ -8,8 +8,9 @@ Cases: every flat algorithm × every collective it supports × 2, 3, 4, 5, 8, 13
 three targets, the hierarchical algorithms on 2×3, 3×4 and 4×4 servers × ranks, and a few large
 ones (ring and pairwise 256, ring 128 legacy). A case the generator rejects prints its error
 instead of a hash, so a changed verdict shows too. ``--quick`` skips the large cases. Where
-``ccxml generate`` lowers the schedule in bulk (ccxml/bulk: ring AllReduce on exec and legacy) the
-hash is of the bulk lowering's text, so the object path's hashes check it.
+``ccxml generate`` lowers the schedule in bulk (ccxml/bulk: ring AllReduce, AllGather and
+ReduceScatter on exec and legacy) the hash is of the bulk lowering's text, so the object path's
+hashes check it.
 """
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def line(label: str, alg: str, coll: str, ranks: int, target: str, **kw) -> str:
 
 def bulk_text(alg: str, coll: str, ranks: int, target: str) -> str | None:
     """The file as ``ccxml generate`` writes it where it lowers the schedule in bulk (ccxml/bulk:
-    ring AllReduce), so that its hashes are the bulk lowering's; None elsewhere."""
+    ring AllReduce, AllGather, ReduceScatter), so that its hashes are the bulk lowering's; None
+    elsewhere."""
     sched = lower(alg, coll, ranks, profile=profile(target))
     return None if sched is None else "".join(sched.xml_parts(target))
 

@@ -6,7 +6,7 @@ moves describes a whole phase the same way on every rank, the schedule is a *lan
 block's steps as columns (type, buffers, the block each step touches relative to the rank, the
 step its send half is matched with), the same on every rank up to a rotation of the ranks. The
 passes then run once on the lane instead of once per rank, and the writer stamps the lane's text
-out per rank (:mod:`ccxml.bulk.ring`).
+out per rank (:mod:`ccxml.bulk.ring`: ring AllReduce, AllGather and ReduceScatter).
 
 :func:`lower` returns such a schedule, or None for anything it does not cover (the caller then
 takes the object path, which stays the reference: ``tests/bulk`` compares the two byte for byte).

@@ -1,5 +1,6 @@
-"""Ring AllReduce lowered in bulk (ccxml/bulk/ring.py) against its exact twin, the object path
-(Chunk API → IR → passes → writer): the same bytes, or the bulk lowering declines."""
+"""Ring AllReduce, AllGather and ReduceScatter lowered in bulk (ccxml/bulk/ring.py) against their
+exact twin, the object path (Chunk API → IR → passes → writer): the same bytes, or the bulk
+lowering declines."""
 from __future__ import annotations
 
 import pytest
@@ -14,19 +15,19 @@ from ccxml.vocab.errors import LimitError
 from ccxml.vocab.wire import profile
 
 
-def object_path(p: int, target: str, **options) -> str:
+def object_path(p: int, target: str, coll: str = "allreduce", **options) -> str:
     """The file the object path writes (what ``ccxml generate`` wrote before the bulk lowering)."""
-    prog = build(generate_spec("ring", "allreduce", p, **options))
+    prog = build(generate_spec("ring", coll, p, **options))
     return export(compile_program(prog, target, consume=True), target)
 
 
-def bulk_path(p: int, target: str, **options) -> str | None:
-    sched = lower("ring", "allreduce", p, profile=profile(target), **options)
+def bulk_path(p: int, target: str, coll: str = "allreduce", **options) -> str | None:
+    sched = lower("ring", coll, p, profile=profile(target), **options)
     return None if sched is None else "".join(sched.xml_parts(target))
 
 
-def same(p: int, target: str, **options) -> None:
-    want, got = object_path(p, target, **options), bulk_path(p, target, **options)
+def same(p: int, target: str, coll: str = "allreduce", **options) -> None:
+    want, got = object_path(p, target, coll, **options), bulk_path(p, target, coll, **options)
     assert got is not None, "the bulk lowering declined"
     if got != want:                     # name the first line that differs
         for i, (a, b) in enumerate(zip(want.splitlines(), got.splitlines())):
@@ -79,9 +80,22 @@ def test_the_bulk_lowering_declines_what_it_does_not_stand_for(target, options):
     assert lower("ring", "allreduce", 256, profile=profile(target), **options) is None
 
 
+# AllGather: a send from the input, instance 0's local copy of K chunks; ReduceScatter: running
+# sums in scratch (s_chunks differs from rank to rank), the last receive into output chunk c.
+# 2p − 1 > 64 from p = 33 (exec), 2p − 1 > 256 from p = 129 (legacy; slow below)
+@pytest.mark.parametrize("p,channels", [(2, 1), (3, 2), (5, 1), (33, 1), (34, 2), (65, 1), (100, 2)])
+@pytest.mark.parametrize("coll", ["allgather", "reducescatter"])
+@pytest.mark.parametrize("target", ["exec", "legacy"])
+def test_allgather_and_reducescatter_write_the_object_paths_bytes(p, channels, coll, target):
+    same(p, target, coll, channels=channels)
+
+
 def test_other_algorithms_and_collectives_take_the_object_path():
-    for algorithm, coll in [("ring", "allgather"), ("ring", "reducescatter"), ("mesh", "allreduce")]:
+    for algorithm, coll in [("ring", "broadcast"), ("ring", "alltoall"), ("mesh", "allreduce"),
+                            ("bidir-ring", "allreduce")]:
         assert lower(algorithm, coll, 8, profile=profile("exec")) is None
+    for coll in ("allgather", "reducescatter"):     # in place: the object path
+        assert lower("ring", coll, 8, profile=profile("exec"), inplace=True) is None
 
 
 def test_the_pipeline_it_stands_for_is_the_targets():
@@ -119,7 +133,7 @@ def test_generate_to_stdout_and_a_limit_the_object_path_names(tmp_path):
     assert code == 2 and err == f"ccxml: {objects.value}\n"
 
 
-@pytest.mark.parametrize("p,target,channels", [(65, "exec", 11), (129, "legacy", 17), (4096, "legacy", 1)])
+@pytest.mark.parametrize("p,target,channels", [(65, "exec", 11), (33, "exec", 17), (4096, "legacy", 1)])
 def test_a_channel_the_target_lacks_is_refused_as_the_splitting_pass_does(p, target, channels):
     if p <= 200:
         with pytest.raises(LimitError) as objects:
@@ -134,6 +148,8 @@ def test_a_channel_the_target_lacks_is_refused_as_the_splitting_pass_does(p, tar
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("p,target", [(256, "exec"), (300, "legacy"), (1024, "legacy")])
-def test_large_rings_are_the_same_bytes(p, target):
-    same(p, target)
+@pytest.mark.parametrize("p,target,coll", [(256, "exec", "allreduce"), (300, "legacy", "allreduce"),
+                                           (1024, "legacy", "allreduce"), (300, "legacy", "allgather"),
+                                           (300, "legacy", "reducescatter")])
+def test_large_rings_are_the_same_bytes(p, target, coll):
+    same(p, target, coll)
