@@ -409,7 +409,8 @@ def lower(algorithm: str, coll: str, ranks: int | None, *, profile: Profile, cha
     limit = profile.max_steps_per_tb
     split_lanes = [split(lane, limit) for lane in per]
     top = max(t for _, t in split_lanes)
-    if top * k + k - 1 > profile.max_chan:          # the splitting pass's refusal, word for word
+    if any(len(lane) > limit for lane in per) and top * k + k - 1 > profile.max_chan:
+        # the splitting pass's refusal, word for word (it splits only where a TB is too long)
         longest = max(len(lane) for lane in per)
         raise LimitError(
             f"a thread block on gpu 0 has {longest} steps; the {profile.name} limit is "

@@ -133,6 +133,12 @@ def test_generate_to_stdout_and_a_limit_the_object_path_names(tmp_path):
     assert code == 2 and err == f"ccxml: {objects.value}\n"
 
 
+def test_too_many_channels_without_a_split_is_the_object_paths_error():
+    assert lower("ring", "allreduce", 4, profile=profile("exec"), channels=40) is None
+    with pytest.raises(LimitError, match="exceeds the exec limit of 31"):
+        object_path(4, "exec", channels=40)
+
+
 @pytest.mark.parametrize("p,target,channels", [(65, "exec", 11), (33, "exec", 17), (4096, "legacy", 1)])
 def test_a_channel_the_target_lacks_is_refused_as_the_splitting_pass_does(p, target, channels):
     if p <= 200:
