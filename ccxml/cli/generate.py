@@ -222,9 +222,9 @@ def _write_file(algo, bulk: bool, target: str, where: str, output, do_verify: bo
         return algo.xml_parts(target) if bulk else xml_parts(algo, target)
 
     if output == "-":
-        source = "".join(parts())       # kept for --verify
-        sys.stdout.write(source)
-        return source
+        text = "".join(parts())         # kept for --verify
+        sys.stdout.write(text)
+        return text
     # streamed to the file, a GPU at a time. With --verify, what is verified is the bytes
     # written: a regular file this process has just renamed into place is read back, mapped (no
     # copy of the text is kept in memory beside the IR: 254 MB for the 1024-rank ring, issue 27);
