@@ -18,6 +18,9 @@ Cases (the issue's must-hold):
   time and <= 1 GiB peak;
 * ``ring256``: ``generate ring --ranks 256`` — <= 0.5x the base's time.
 
+``--only ag1024,rs1024`` also times ring AllGather and ReduceScatter at 1024 ranks (legacy,
+``--verify``; no bound asked).
+
 The files the two sides write are compared byte for byte (sha256) and the result printed; the
 whole set of outputs is ``benchmarks/output_hashes.py``'s job.
 
@@ -44,7 +47,12 @@ PY = sys.executable
 CASES = {
     "ring1024": "generate ring --ranks 1024 --target legacy --verify -o {out}",
     "ring256": "generate ring --ranks 256 -o {out}",
+    # the other collectives of the same tables of moves (ccxml/bulk), with --only
+    "ag1024": "generate ring --coll allgather --ranks 1024 --target legacy --verify -o {out}",
+    "rs1024": "generate ring --coll reducescatter --ranks 1024 --target legacy --verify -o {out}",
 }
+#: the cases run without --only (the issue's)
+DEFAULT = ("ring1024", "ring256")
 #: the issue's bounds: (time ratio to the base, peak RSS in MiB or None)
 BOUNDS = {"ring1024": (0.3, 1024), "ring256": (0.5, None)}
 
@@ -101,7 +109,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--no-bytecode", action="store_true", help="do not byte-compile ccxml/ first")
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else list(CASES)
+    names = a.only.split(",") if a.only else list(DEFAULT)
     sides = [("base", a.base), ("this", HERE)] + ([("also", a.also)] if a.also else [])
     for who, where in sides:
         if not a.no_bytecode:

@@ -18,6 +18,8 @@ interpreter    lower_table/place_table (interpreter/       lower/place (interpre
 simulator      FlowNetwork: component refill with a heap   FlowNetwork(exact_twin=True):
                (simulator/flows)                           maxmin_rates over every flow
 passes         compiled (Cython) modules                   the same modules as Python (CCXML_PURE=1)
+compiler       ring AllReduce lowered in bulk: a lane per  the object path: Chunk API → IR → passes
+               instance, each pass run once (ccxml/bulk)   → writer (tests/bulk/test_ring.py)
 =============  ==========================================  ==========================================
 
 What "agree" means: the loader builds equal models (every attribute, step column and line
@@ -27,7 +29,8 @@ the checkers give the same findings in the same order for every target, and ``ta
 statistics) with ``fast=False``, which runs every exact twin alone; flow end times agree to
 rounding. The passes' pair is compared on whole outputs, one MD5 per generated file compiled and
 pure, by tests/native/test_native.py::test_compiled_and_pure_python_write_identical_files (not
-repeated here).
+repeated here); the bulk lowering's pair on whole files too, here on ring AllReduce at the shared
+p = 5 and, over ranks, channels, protocols and windows, in tests/bulk/test_ring.py.
 
 Shared inputs: the real corpus (conftest.CORPUS, skipped when absent), ccxml's own files (every
 flat algorithm × collective at p = 5 for each target) and hostile ones: lines off the canonical
@@ -505,3 +508,13 @@ def test_simulations_agree_with_the_exact_twin(alg, coll, preset, nodes):
         assert fast.model == "shared"
         assert fast.time_s == pytest.approx(twin.time_s, rel=1e-9)
         assert [r.finish_s for r in fast.ranks] == pytest.approx([r.finish_s for r in twin.ranks], rel=1e-9)
+
+
+@pytest.mark.parametrize("target", ["exec", "legacy"])
+def test_the_bulk_lowering_writes_the_object_paths_file(target):
+    from ccxml.bulk import lower
+    from ccxml.driver import generate_text
+    from ccxml.vocab.wire import profile
+    sched = lower("ring", "allreduce", 5, profile=profile(target))
+    assert sched is not None
+    assert "".join(sched.xml_parts(target)) == generate_text("ring", "allreduce", 5, target=target)[0]

@@ -159,44 +159,30 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         with Progress(1, f"generating {algorithm} {coll}, {ranks} ranks", quiet=quiet, delay=1.0) as bar:
             from ccxml.driver import build, generate_spec
             from ccxml.driver import compile as compile_program
-            prog = build(generate_spec(algorithm, coll, ranks, root=root, counts=matrix, topology=topology,
-                                       intra=intra, inter=inter, variant=variant, opts=opts, channels=channels,
-                                       proto=proto, inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes))
+            spec = generate_spec(algorithm, coll, ranks, root=root, counts=matrix, topology=topology,
+                                 intra=intra, inter=inter, variant=variant, opts=opts, channels=channels,
+                                 proto=proto, inplace=inplace, min_bytes=min_bytes, max_bytes=max_bytes)
+            algo = _bulk(spec, prof, passes, dump_after, merge_rcs=not no_fuse)
+            prog = None if algo is not None else build(spec)
             if timer is not None:
-                timer.lap("build (Chunk API)")
+                timer.lap("build (Chunk API)" if prog is not None else "build + passes (bulk)")
             try:
-                algo = compile_program(prog, prof, merge_rcs=not no_fuse, passes=passes, consume=True,
-                                       hook=after_pass if timer or dump_after else None)
+                if prog is not None:
+                    algo = compile_program(prog, prof, merge_rcs=not no_fuse, passes=passes, consume=True,
+                                           hook=after_pass if timer or dump_after else None)
             finally:
                 if dumps:                       # also when a later pass failed
                     try:
                         write_atomic(dump_to, dumps)
                     except OSError as e:
                         _fail(cannot_write(dump_to, e))
-            from ccxml.driver import export as to_xml
-            from ccxml.writer.msccl import xml_parts
-            if output == "-":
-                source = to_xml(algo, target)   # kept for --verify
-                sys.stdout.write(source)
-            else:
-                # streamed to the file, a GPU at a time. With --verify, what is verified is the
-                # bytes written: a regular file this process has just renamed into place is read
-                # back, mapped (no copy of the text is kept in memory beside the IR: 254 MB for
-                # the 1024-rank ring, issue 27); another path (/dev/null, a FIFO, a device) is
-                # never read back, and its bytes are kept instead
-                source = (b"".join(part.encode("utf-8") for part in xml_parts(algo, target))
-                          if do_verify and not _renamed_into_place(where) else None)
-                try:
-                    write_atomic(where, xml_parts(algo, target) if source is None else source)
-                except OSError as e:
-                    _fail(cannot_write(where, e))
+            source = _write_file(algo, prog is None, target, where, output, do_verify)
             if timer is not None:
                 timer.lap("writer")
             bar.update(1)
     except ValueError as e:
         _fail(str(e))
-    ntbs = sum(len(g.tbs) for g in algo.gpus)
-    nsteps = sum(len(tb.steps) for g in algo.gpus for tb in g.tbs)
+    ntbs, nsteps = (algo.ntbs, algo.nsteps) if prog is None else _sizes(algo)
     window = f"{algo.minBytes}..{algo.maxBytes or 'unlimited'}"
     click.echo(f"wrote {where}: {algorithm} {coll}, {ranks} ranks, {ntbs} TBs, {nsteps} steps, "
                f"{algo.nchannels} channels, bytes {window}, target {target}{_cut_clause(algo)}",
@@ -212,6 +198,49 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         _verify_written(source, where, target, root, matrix, quiet=quiet, timer=timer, to_stdout=to_stdout)
     if timer is not None:
         click.echo(timer.table(f"{algorithm} {coll}, {ranks} ranks, target {target}"), err=True)
+
+
+def _bulk(spec, prof, passes, dump_after, merge_rcs: bool):
+    """The schedule lowered in bulk (:mod:`ccxml.bulk`: ring AllReduce without step objects), or
+    None where the object path runs: --passes, --dump-after, or whatever
+    :func:`ccxml.bulk.lower` does not cover (a topology, counts, --opt, a root, ...)."""
+    if passes is not None or dump_after or spec.topology is not None or spec.root is not None \
+            or spec.params or spec.opts:
+        return None
+    from ccxml.bulk import lower
+    return lower(spec.name, spec.collective, spec.ranks, profile=prof, merge_rcs=merge_rcs, **spec.options)
+
+
+def _write_file(algo, bulk: bool, target: str, where: str, output, do_verify: bool):
+    """Write ``algo`` (an Algo, or with ``bulk`` a :class:`ccxml.bulk.BulkSchedule`, which writes
+    the same bytes) to ``where``; return what --verify reads: the text (``-o -``), the bytes
+    written, or None: the file, read back."""
+    from ccxml.writer.files import write_atomic
+    from ccxml.writer.msccl import xml_parts
+
+    def parts():
+        return algo.xml_parts(target) if bulk else xml_parts(algo, target)
+
+    if output == "-":
+        text = "".join(parts())         # kept for --verify
+        sys.stdout.write(text)
+        return text
+    # streamed to the file, a GPU at a time. With --verify, what is verified is the bytes
+    # written: a regular file this process has just renamed into place is read back, mapped (no
+    # copy of the text is kept in memory beside the IR: 254 MB for the 1024-rank ring, issue 27);
+    # another path (/dev/null, a FIFO, a device) is never read back, and its bytes are kept instead
+    source = (b"".join(part.encode("utf-8") for part in parts())
+              if do_verify and not _renamed_into_place(where) else None)
+    try:
+        write_atomic(where, parts() if source is None else source)
+    except OSError as e:
+        _fail(cannot_write(where, e))
+    return source
+
+
+def _sizes(algo) -> tuple[int, int]:
+    """(thread blocks, steps) of a compiled Algo."""
+    return sum(len(g.tbs) for g in algo.gpus), sum(len(tb.steps) for g in algo.gpus for tb in g.tbs)
 
 
 def _counts_matrix(counts: str):

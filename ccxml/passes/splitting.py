@@ -139,6 +139,27 @@ def _all_fit(gpus: list[GPU], tbs: list[TB], limit: int) -> bool:
     return True
 
 
+def settle_segments(ntb: int, base: list[int], halves: bytes, cost: list[int], rpart: list[int],
+                    spart: list[int], limit: int) -> tuple[list[int], list[int]]:
+    """The pieces (rseg, sseg: per gid, of its receive and its send half) that this pass gives
+    steps described by plain tables (TB t holds gids base[t] .. base[t+1]-1; ``halves``, ``cost``,
+    ``rpart``, ``spart`` as :func:`split_long_threadblocks` fills them): the same fixed point, for
+    a caller that lowers schedules in bulk without step objects (:mod:`ccxml.bulk`)."""
+    n = base[ntb]
+    tb_of = _table(0, n)
+    for t in range(ntb):
+        for g in range(base[t], base[t + 1]):
+            tb_of[g] = t
+    tables = [_table(0, len(xs)) for xs in (base, cost, rpart, spart)]
+    for table, xs in zip(tables, (base, cost, rpart, spart)):
+        for i, x in enumerate(xs):
+            table[i] = x
+    rseg, sseg = _table(0, n), _table(0, n)
+    _settle(ntb, n, tables[0], tb_of, bytearray(halves), tables[1], tables[2], tables[3], rseg, sseg,
+            limit)
+    return list(rseg), list(sseg)
+
+
 def _index_steps(tbs: list[TB], shared, halves, spart, rpart, tb_of, base, cost) -> None:
     """Give every step its gid (in ``_s``) and fill the per-gid tables: ``halves``, the link
     partners both ways (``spart`` from the senders, ``rpart`` from the receivers), ``tb_of``,

@@ -199,11 +199,12 @@ def test_the_program_flushes_its_output_and_keeps_exit_codes(tmp_path):
 
 
 def test_time_passes_prints_cpu_and_memory_of_every_stage(tmp_path):
-    code, out, err = run(["generate", "ring", "--ranks", "8", "--time-passes", "--verify",
+    # (mesh: the object path; ring AllReduce, AllGather, ReduceScatter are lowered in bulk, tests/bulk)
+    code, out, err = run(["generate", "mesh", "--ranks", "8", "--time-passes", "--verify",
                           "-o", str(tmp_path / "r.xml")])
     assert code == 0 and "wrote" in out
     head, columns, *rows, total = err.strip().splitlines()
-    assert "pass timing: ring allreduce, 8 ranks, target exec" in head
+    assert "pass timing: mesh allreduce, 8 ranks, target exec" in head
     assert columns.split() == ["cpu", "s", "wall", "s", "cpu", "%", "rss", "MB", "+rss", "MB",
                                "peak", "MB", "stage"]
     stages = [row.split(None, 6)[6] for row in rows]

@@ -235,12 +235,15 @@ def test_a_fifo_gets_the_bytes_and_stays_a_fifo(tmp_path):
 SLOW_WRITER = """
 import sys, time
 import ccxml.writer.msccl as w
-real = w.xml_parts
-def slow(*a, **k):
-    for part in real(*a, **k):
-        time.sleep(0.05)
-        yield part
-w.xml_parts = slow
+from ccxml.bulk.ring import BulkSchedule        # ring AllReduce's writer (lowered in bulk)
+def slowed(real):
+    def slow(*a, **k):
+        for part in real(*a, **k):
+            time.sleep(0.05)
+            yield part
+    return slow
+w.xml_parts = slowed(w.xml_parts)
+BulkSchedule.xml_parts = slowed(BulkSchedule.xml_parts)
 sys.argv[0] = "ccxml"
 from ccxml.cli.app import run
 run()
