@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ccxml.cli.options import OUTPUT, OWN_OPTIONS, SIZE, cannot_write, opt_option, read_opts
+from ccxml.cli.options import GPU_CHOICES, OUTPUT, OWN_OPTIONS, SIZE, cannot_write, opt_option, read_opts
 from ccxml.passes.registry import parse_pipeline, pass_names, pipeline
 from ccxml.vocab.wire import PROFILES, Coll, Profile, Proto, profile
 
@@ -29,16 +29,19 @@ def _fail(message: str):
     raise click.ClickException(message)
 
 
-def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, preset=None, nodes=None):
+def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, preset=None, nodes=None,
+                      gpu=None):
     """(ranks, Topology or None) from the topology options (:func:`ccxml.driver.resolve_topology`);
     one clear line on a bad shape. ccxml.topology.model (and pydantic) is imported only when a
     topology option is given."""
     from ccxml.cli.options import driven
     from ccxml.driver.topology import TopologyOptions, fit_ranks, resolve_topology
     options = TopologyOptions(topology_file=topology_file, preset=preset, nodes=nodes, groups=groups,
-                              servers=servers, ranks_per_server=ranks_per_server)
+                              servers=servers, ranks_per_server=ranks_per_server, gpu=gpu)
     if nodes is not None and not (preset or topology_file):
         _fail("--nodes needs --preset or --topology")
+    if gpu is not None and not topology_file:
+        _fail("--gpu needs --topology FILE (an NCCL topology .xml)")
     if not options.given():
         return ranks, None
     with driven():
@@ -76,7 +79,10 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
 @click.option("--preset", default=None, metavar="NAME",
               help="Hierarchical algorithms: servers and ranks per server from a hardware preset "
                    "(dgx-h100, ...; --nodes N servers).")
-@click.option("--nodes", type=int, default=None, help="With --preset: the number of servers.")
+@click.option("--nodes", type=int, default=None,
+              help="With --preset or --topology: the number of servers (nodes), joined by its fabric.")
+@click.option("--gpu", default=None, type=click.Choice(GPU_CHOICES),
+              help="With an NCCL topology .xml that gives only the PCI tree: the GPUs' NVLink side.")
 @click.option("--intra", default=None, metavar="ALG", help=INTRA_HELP)
 @click.option("--inter", default=None, metavar="ALG", help=INTER_HELP)
 @click.option("--variant", default=None, metavar="V", help=VARIANT_HELP)
@@ -94,7 +100,7 @@ def _topology_options(ranks, servers, ranks_per_server, groups, topology_file, p
               help="Where --dump-after writes: - for stdout, or a file.")
 def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min_bytes, max_bytes,
              counts, no_fuse, do_verify, output, servers, ranks_per_server, groups, topology_file,
-             preset=None, nodes=None, intra=None, inter=None, variant=None, opts=(), quiet=False,
+             preset=None, nodes=None, gpu=None, intra=None, inter=None, variant=None, opts=(), quiet=False,
              time_passes=False, dump_after=(), dump_to="-", passes_text=None):
     """Generate ALGORITHM's MSCCL XML for a collective.
 
@@ -122,7 +128,7 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
         timer = PassTimer()
     dumps: list[str] = []               # --dump-after sections, for a --dump-to file
     ranks, topology = _topology_options(ranks, servers, ranks_per_server, groups, topology_file,
-                                        preset, nodes)
+                                        preset, nodes, gpu)
     if ranks is None:
         _fail("--ranks is required (e.g. ccxml generate ring --ranks 8)")
     matrix = None if counts is None else _counts_matrix(counts)
@@ -134,8 +140,8 @@ def generate(algorithm, ranks, coll, root, channels, proto, target, inplace, min
                                            max_bytes=max_bytes, counts=counts, no_fuse=no_fuse,
                                            servers=servers, ranks_per_server=ranks_per_server,
                                            groups=groups, topology_file=topology_file, preset=preset,
-                                           nodes=nodes, intra=intra, inter=inter, variant=variant,
-                                           opts=opts))
+                                           nodes=nodes, gpu=gpu, intra=intra, inter=inter,
+                                           variant=variant, opts=opts))
 
     def after_pass(ps, algo):
         if timer is not None:
@@ -304,7 +310,7 @@ def default_output(algorithm: str, coll: str, ranks: int, **options) -> str:
         parts.append(f"{o['preset']}x{o.get('nodes') or 1}")
     elif o.get("topology_file"):
         stem = os.path.splitext(os.path.basename(o["topology_file"]))[0]
-        parts.append(stem + (f"x{o['nodes']}" if o.get("nodes") else ""))
+        parts.append(stem + (f"-{o['gpu']}" if o.get("gpu") else "") + (f"x{o['nodes']}" if o.get("nodes") else ""))
     elif o.get("groups"):
         parts.append("g" + str(o["groups"]).replace(",", "+"))
     elif o.get("servers") or o.get("ranks_per_server"):

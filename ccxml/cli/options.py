@@ -19,6 +19,9 @@ OWN_OPTIONS = {"root": "--root", "counts": "--counts", "topology": "--topology",
 OPT_HELP = ("An option of the algorithm's builder, e.g. --opt stride=3 (repeatable; ccxml list "
             "--options shows them).")
 
+#: the GPU classes ``--gpu`` gives an NCCL topology .xml that has only the PCI tree
+GPU_CHOICES = ("h100", "a100", "v100")
+
 
 def opt_option(f):
     """Add ``--opt KEY=VALUE`` (repeatable) to a command, as its ``opts`` parameter."""

@@ -12,9 +12,8 @@ import json
 
 import click
 
+from ccxml.cli.options import GPU_CHOICES
 from ccxml.driver import exact_bound_lines
-
-GPU_CHOICES = ("h100", "a100", "v100")
 
 
 def topology_options(f):

@@ -240,3 +240,25 @@ def test_dump_to_a_file(tmp_path):
     text = dump.read_text()
     assert text.startswith("# pairwise_alltoall: alltoall, 3 gpus") and "(after numbering)" in text
     assert text.count("\n") == 1 + out.count("<step ")
+
+
+def test_generate_forest_from_an_nccl_topology_file_with_gpu(tmp_path, monkeypatch):
+    """Issue 23's command: ``generate forest --topology FILE --gpu G --nodes N`` (an NCCL .xml
+    that gives only the PCI tree gets its NVLink side from --gpu); the default name says which."""
+    from conftest import TOPOLOGIES
+    xml = TOPOLOGIES / "ndv5-topo.xml"
+    if not xml.is_file():
+        pytest.skip("../shared/topologies is absent")
+    pytest.importorskip("networkx")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["generate", "forest", "--coll", "allgather", "--topology", str(xml),
+                          "--gpu", "h100", "--nodes", "2"])
+    assert code == 0, err
+    assert "wrote out/forest_allgather_16_ndv5-topo-h100x2.xml" in out
+    assert "exact bound (max-flow) busbw 418.8 GB/s" in out
+    assert loads((tmp_path / "out" / "forest_allgather_16_ndv5-topo-h100x2.xml").read_text()).ngpus == 16
+
+
+def test_gpu_needs_a_topology_file():
+    code, _, err = run(["generate", "ring", "--ranks", "8", "--gpu", "h100"])
+    assert code == 2 and err.strip() == "ccxml: --gpu needs --topology FILE (an NCCL topology .xml)"
