@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -56,6 +56,53 @@ def run_all(fn: Callable[..., _T], items: Iterable[Sequence[Any]], jobs: int = 1
         return [f.result() for f in futures]
 
 
+def run_ordered(tasks: Iterable[tuple[Any, Hashable, Callable[..., Any], Sequence[Any]]],
+                then: Callable[[Hashable, Any], Iterable[tuple[Any, Hashable, Callable[..., Any], Sequence[Any]]]]
+                | None = None, jobs: int = 1) -> dict[Hashable, Any]:
+    """Run tasks ``(priority, key, fn, args)`` — lowest priority first, ties in the order given —
+    on up to ``jobs`` processes, and return ``{key: fn(*args)}``. ``then(key, result)``, called
+    here as each task finishes, may give further tasks (a later stage of the same work: a
+    candidate's proof and simulations once its build is there); they join the queue by
+    priority. A worker is never given a task before it is free, so the queue's order is the
+    order work starts: longest first (LPT) when the priorities say so.
+
+    The results depend only on each task's arguments, never on the order they ran in, so a caller
+    that reads them by key gets the same with any ``jobs``; ``jobs <= 1`` runs everything here,
+    in priority order. An unexpected exception of a task is raised here, as in a plain loop."""
+    import heapq
+    queue: list[tuple[Any, int, Hashable, Callable[..., Any], tuple]] = []
+    seq = 0
+
+    def push(items) -> None:
+        nonlocal seq
+        for prio, key, fn, args in items:
+            heapq.heappush(queue, (prio, seq, key, fn, tuple(args)))
+            seq += 1
+    push(tasks)
+    out: dict[Hashable, Any] = {}
+    if jobs <= 1:
+        while queue:
+            _, _, key, fn, args = heapq.heappop(queue)
+            out[key] = fn(*args)
+            if then is not None:
+                push(then(key, out[key]))
+        return out
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
+        running: dict[Any, Hashable] = {}
+        while queue or running:
+            while queue and len(running) < jobs:
+                _, _, key, fn, args = heapq.heappop(queue)
+                running[pool.submit(fn, *args)] = key
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in sorted(done, key=lambda f: str(running[f])):   # the same order each run
+                key = running.pop(f)
+                out[key] = f.result()
+                if then is not None:
+                    push(then(key, out[key]))
+    return out
+
+
 class Pool:
     """A pool kept open across several :meth:`map` calls (``with Pool(jobs) as pool: ...``);
     ``jobs <= 1`` runs everything in this process, as :func:`run_all` does."""
@@ -91,4 +138,4 @@ class Pool:
         self.close()
 
 
-__all__ = ["Pool", "default_jobs", "run_all"]
+__all__ = ["Pool", "default_jobs", "run_all", "run_ordered"]
