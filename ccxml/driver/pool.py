@@ -44,6 +44,25 @@ def _context() -> BaseContext:
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
+def paused_gc(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` with the cyclic garbage collector off, then one collection of what it left.
+
+    A candidate's build makes a large graph of objects that lives until the candidate is done;
+    the collector, triggered by allocations, would traverse it again and again (``ccxml generate``
+    turns it off for the same reason, ccxml/cli/app.py). Between candidates one full collection
+    frees its cycles, so memory stays that of one candidate. The collector's previous state is
+    restored."""
+    import gc
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return fn(*args)
+    finally:
+        gc.collect()
+        if was:
+            gc.enable()
+
+
 def run_all(fn: Callable[..., _T], items: Iterable[Sequence[Any]], jobs: int = 1) -> list[_T]:
     """``[fn(*args) for args in items]``, computed by up to ``jobs`` processes; same order."""
     work = [tuple(a) for a in items]
@@ -83,7 +102,7 @@ def run_ordered(tasks: Iterable[tuple[Any, Hashable, Callable[..., Any], Sequenc
     if jobs <= 1:
         while queue:
             _, _, key, fn, args = heapq.heappop(queue)
-            out[key] = fn(*args)
+            out[key] = paused_gc(fn, *args)
             if then is not None:
                 push(then(key, out[key]))
         return out
@@ -93,7 +112,7 @@ def run_ordered(tasks: Iterable[tuple[Any, Hashable, Callable[..., Any], Sequenc
         while queue or running:
             while queue and len(running) < jobs:
                 _, _, key, fn, args = heapq.heappop(queue)
-                running[pool.submit(fn, *args)] = key
+                running[pool.submit(paused_gc, fn, *args)] = key
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for f in sorted(done, key=lambda f: str(running[f])):   # the same order each run
                 key = running.pop(f)
@@ -138,4 +157,4 @@ class Pool:
         self.close()
 
 
-__all__ = ["Pool", "default_jobs", "run_all", "run_ordered"]
+__all__ = ["Pool", "default_jobs", "paused_gc", "run_all", "run_ordered"]

@@ -182,7 +182,9 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology: Topology, root
     alt: list[Ranked] = [[] for _ in others]
     names = registry.entries(coll)
     if jobs <= 1 or len(names) <= 1:
-        got = [_rank_one(name, coll, ranks, nbytes, topology, root, tuple(others)) for name in names]
+        from ccxml.driver.pool import paused_gc
+        got = [paused_gc(_rank_one, name, coll, ranks, nbytes, topology, root, tuple(others))
+               for name in names]
     else:
         got = _staged(names, coll, ranks, nbytes, topology, root, tuple(others), jobs)
     for name, result, why, limit, more in got:

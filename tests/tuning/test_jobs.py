@@ -132,3 +132,22 @@ def test_select_staged_candidates_equal_the_sequential_ones():
                 assert a[1].time_s == b[1].time_s and [r.time_s for r in a[4]] == [r.time_s for r in b[4]]
         assert any(c[1] is not None for c in seq)
         assert coll == "allreduce" or any(c[1] is None for c in seq)
+
+
+def test_paused_gc_restores_the_collector_and_frees_cycles():
+    import gc
+    import weakref
+
+    from ccxml.driver.pool import paused_gc
+
+    class Node:
+        pass
+
+    def make():
+        a, b = Node(), Node()
+        a.other, b.other = b, a             # a cycle: only the collector frees it
+        assert not gc.isenabled()
+        return weakref.ref(a)
+    assert gc.isenabled()
+    ref = paused_gc(make)
+    assert gc.isenabled() and ref() is None
