@@ -134,16 +134,20 @@ class Pool:
     def parallel(self) -> bool:
         return self.jobs > 1
 
-    def map(self, fn: Callable[..., _T], items: Iterable[Sequence[Any]]) -> list[_T]:
-        """``[fn(*args) for args in items]``, in the order of ``items``."""
+    def map(self, fn: Callable[..., _T], items: Iterable[Sequence[Any]],
+            cost: Callable[[tuple], float] | None = None) -> list[_T]:
+        """``[fn(*args) for args in items]``, in the order of ``items``. ``cost(args)``: an
+        estimate of an item's work; the workers then start the costliest first (LPT; ties in
+        the order given). The results keep the order of ``items`` either way."""
         work = [tuple(a) for a in items]
         if not self.parallel or len(work) <= 1:
             return [fn(*args) for args in work]
         if self._executor is None:
             from concurrent.futures import ProcessPoolExecutor
             self._executor = ProcessPoolExecutor(max_workers=self.jobs, mp_context=_context())
-        futures = [self._executor.submit(fn, *args) for args in work]
-        return [f.result() for f in futures]
+        order = range(len(work)) if cost is None else sorted(range(len(work)), key=lambda i: -cost(work[i]))
+        futures = {i: self._executor.submit(fn, *work[i]) for i in order}
+        return [futures[i].result() for i in range(len(work))]
 
     def close(self) -> None:
         if self._executor is not None:

@@ -35,6 +35,11 @@ _COST = {"forest": 40.0, "2d-mesh": 19.0, "mesh": 11.0, "ahc": 9.5, "2d-ring": 9
 _COST_UNKNOWN = 5.0
 
 
+def candidate_cost(name: str) -> float:
+    """:data:`_COST` of candidate ``name`` (a scheduling estimate, never a result)."""
+    return _COST.get(name, _COST_UNKNOWN)
+
+
 def _first_line(e: BaseException) -> str:
     return str(e).splitlines()[0] if str(e) else type(e).__name__
 
@@ -135,7 +140,7 @@ def _staged(names: list[str], coll: str, ranks: int, nbytes: int, topology: Topo
     prove = ranks <= MAX_PROVED_BUILT_RANKS
 
     def cost(i: int) -> float:
-        return -_COST.get(names[i], _COST_UNKNOWN)
+        return -candidate_cost(names[i])
 
     def then(key, got):
         i, stage = key[0], key[1]

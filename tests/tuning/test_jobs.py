@@ -151,3 +151,9 @@ def test_paused_gc_restores_the_collector_and_frees_cycles():
     assert gc.isenabled()
     ref = paused_gc(make)
     assert gc.isenabled() and ref() is None
+
+
+def test_a_pool_map_with_costs_keeps_the_order_of_the_inputs():
+    with Pool(2) as pool:
+        got = pool.map(_square_or_fail, [(x,) for x in range(6)], cost=lambda args: args[0] % 3)
+    assert got == [x * x for x in range(6)]
