@@ -27,6 +27,10 @@ def _cpu() -> float:
     return time.process_time()
 
 
+def _peak() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def profile(name: str, coll: str, ranks: int, nbytes: int, topo, others, prove_limit: int) -> dict:
     from ccxml.driver.source import verification_failure
     from ccxml.driver.spec import AlgorithmSpec, build, compile, export
@@ -41,6 +45,7 @@ def profile(name: str, coll: str, ranks: int, nbytes: int, topo, others, prove_l
         t = _cpu()
         prog = build(spec)
         row["build"] = _cpu() - t
+        row["peaks"] = [_peak()]
         t = _cpu()
         try:
             algo = compile(prog, profile_name)
@@ -49,6 +54,7 @@ def profile(name: str, coll: str, ranks: int, nbytes: int, topo, others, prove_l
             algo = compile(build(spec), profile_name, consume=True)
             row["limit"] = True
         row["compile"] = _cpu() - t
+        row["peaks"].append(_peak())
         del prog
         t = _cpu()
         text = export(algo, profile_name)
@@ -58,6 +64,7 @@ def profile(name: str, coll: str, ranks: int, nbytes: int, topo, others, prove_l
         sched = loads(text)
         row["load"] = _cpu() - t
         row["steps"] = sched.nsteps
+        row["chunks"] = sched.nchunksperloop
         del text
         t = _cpu()
         if ranks <= prove_limit:
@@ -65,9 +72,11 @@ def profile(name: str, coll: str, ranks: int, nbytes: int, topo, others, prove_l
             if why:
                 row["error"] = "fails: " + why[:60]
         row["prove"] = _cpu() - t
+        row["peaks"].append(_peak())
         t = _cpu()
         r = simulate_schedule(sched, nbytes, topo)
         row["simulate"] = _cpu() - t
+        row["peaks"].append(_peak())
         row["time_us"] = r.time_s * 1e6
         t = _cpu()
         for o in others:
@@ -86,6 +95,7 @@ def main() -> int:
     ap.add_argument("--coll", default="allreduce")
     ap.add_argument("--bytes", default="1G")
     ap.add_argument("--only", default=None)
+    ap.add_argument("--peaks", action="store_true", help="peak RSS after each stage")
     ap.add_argument("--prove-limit", type=int, default=None,
                     help="prove up to this many ranks (default: MAX_PROVED_BUILT_RANKS)")
     a = ap.parse_args()
@@ -120,7 +130,10 @@ def main() -> int:
             total[c] += row.get(c, 0.0)
         print(f"  {name:<22}" + "".join(f"{row.get(c, 0.0):9.2f}" for c in cols) + f"{s:9.2f}"
               f"{row['rss_mb']:9.0f}{row.get('steps', 0):9d}  "
-              f"{'(no limits) ' if row.get('limit') else ''}{row.get('error', '')}", flush=True)
+              f"{'(no limits) ' if row.get('limit') else ''}{row.get('error', '')}"
+              f"{' peak MB after build/compile/prove/simulate: ' if a.peaks else ''}"
+              f"{'/'.join(f'{x:.0f}' for x in row.get('peaks', [])) if a.peaks else ''}"
+              f"{' nchunksperloop ' + str(row.get('chunks')) if a.peaks else ''}", flush=True)
     print(f"  {'total':<22}" + "".join(f"{total[c]:9.2f}" for c in cols) + f"{sum(total.values()):9.2f}")
     return 0
 
