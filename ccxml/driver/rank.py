@@ -59,6 +59,11 @@ def _build(name: str, coll: str, ranks: int, nbytes: int, topology: Topology, ro
     return text, profile, (limits[0] if limits else None), None
 
 
+def _build_list(*args) -> list:
+    """:func:`_build` as a list, whose text :func:`_staged` drops once its tasks hold it."""
+    return list(_build(*args))
+
+
 def _proved(sched: Schedule, profile: str, ranks: int) -> str | None:
     """Why ``sched`` cannot be ranked ("fails verification: ..."), or None; not proved past
     MAX_PROVED_BUILT_RANKS (docs/limits.md)."""
@@ -147,14 +152,16 @@ def _staged(names: list[str], coll: str, ranks: int, nbytes: int, topology: Topo
         if stage != "build" or got[0] is None:
             return []
         text, profile = got[0], got[1]
+        got[0] = ""                     # built: the tasks hold the text, the results need not
         tasks = [((cost(i), 1, i), (i, "prove"), _prove_text, (text, profile, ranks))] if prove else []
         return tasks + [((cost(i), 2 + k, i), (i, "time", k), _time_text, (text, nbytes, t))
                         for k, t in enumerate(topos)]
-    first = [((cost(i), 0, i), (i, "build"), _build, (name, coll, ranks, nbytes, topology, root))
+    first = [((cost(i), 0, i), (i, "build"), _build_list, (name, coll, ranks, nbytes, topology, root))
              for i, name in enumerate(names)]
     got = run_ordered(first, then, jobs)
     return [_combine(name, got[(i, "build")], got.get((i, "prove")),
-                     [got[(i, "time", k)] for k in range(len(topos))] if got[(i, "build")][0] else [])
+                     [got[(i, "time", k)] for k in range(len(topos))] if got[(i, "build")][0] is not None
+                     else [])
             for i, name in enumerate(names)]
 
 
