@@ -354,23 +354,80 @@ def fit_chunks(forest, C: int, lanes: int, phases: int, step: Steps = Steps(), l
     AlgorithmError when even 1 chunk per block does not fit: the topology cannot be served by
     this layout within the limits."""
     p = forest.p
+    edges: dict[int, tuple] = {}            # id(tree) -> (edges down, inner members): once
+    sizes: dict[tuple, tuple] = {}          # (count, size) -> (steps, lanes used): groups()
     for c in range(C, 0, -1):
-        steps = [1 + p + (c if x else 0) for x in range(p)]
-        tbs: set[tuple] = set()
-        down, up = plan(forest, c, lanes, step)
-        for phase, hops in enumerate((down, up)[:phases]):
-            for h in hops:
-                u, v, ch = h[7], h[8], h[-1] + 2 * lanes * phase
-                steps[u] += 1
-                steps[v] += 1
-                tbs.add((u, v, ch, 0))
-                tbs.add((v, u, ch, 1))
-        for x, _, _, _ in tbs:
-            steps[x] += 1
-        if max(steps) * NOP_MARGIN <= limit:
+        if max(_fit_steps(forest, c, lanes, phases, step, edges, sizes)) * NOP_MARGIN <= limit:
             return c
     raise AlgorithmError(f"forest: {p} ranks cannot be served within the runtimes' {limit} XML nodes per "
                          f"GPU, even with one chunk per block")
+
+
+def _fit_steps(forest, c: int, lanes: int, phases: int, step: Steps, edges: dict | None = None,
+               sizes: dict | None = None) -> list[int]:
+    """The XML nodes of every rank that :func:`fit_chunks` counts at ``c`` chunks, from the
+    trees' edges and :func:`groups` alone: the hops of :func:`plan`, without their times and
+    their sort, which the count does not read (plan's hop at ``groups``' lane ℓ over (u, v) is
+    on channel ℓ + lanes·(u below the root) down, ℓ + lanes·(v inner) up, + 2·lanes in the
+    second phase). :func:`_fit_steps_plan` is its exact twin, counting plan()'s hops (tests
+    compare them): at 128 ranks on dgx-h100 plan() takes seconds a call, this a fraction.
+    ``edges`` and ``sizes`` are caches a caller keeps across counts."""
+    edges = {} if edges is None else edges
+    sizes = {} if sizes is None else sizes
+    p = forest.p
+    steps = [1 + p + (c if x else 0) for x in range(p)]
+    tbs: set[tuple] = set()
+
+    def grouped(count: int, size: int) -> tuple[int, tuple[int, ...]]:
+        got = sizes.get((count, size))
+        if got is None:
+            gs = groups(count, size, lanes)
+            got = sizes[(count, size)] = (len(gs), tuple(sorted({g[2] for g in gs})))
+        return got
+    for r in range(p):
+        for tree, _, count in shares(forest, r, c):
+            got = edges.get(id(tree))
+            if got is None:
+                down = tree.edges_down()
+                got = edges[id(tree)] = (tree, down, {u for u, _ in down})
+            _, down, inner = got
+            for u, v in down:
+                n, used = grouped(count, step(u, v))
+                steps[u] += n
+                steps[v] += n
+                base = lanes * (u != tree.root)
+                for lane in used:
+                    tbs.add((u, v, lane + base, 0))
+                    tbs.add((v, u, lane + base, 1))
+                if phases > 1:
+                    n, used = grouped(count, step(v, u))
+                    steps[u] += n
+                    steps[v] += n
+                    base = lanes * (v in inner) + 2 * lanes
+                    for lane in used:
+                        tbs.add((u, v, lane + base, 0))
+                        tbs.add((v, u, lane + base, 1))
+    for x, _, _, _ in tbs:
+        steps[x] += 1
+    return steps
+
+
+def _fit_steps_plan(forest, c: int, lanes: int, phases: int, step: Steps) -> list[int]:
+    """:func:`_fit_steps` counted on :func:`plan`'s hops (the reference, for the tests)."""
+    p = forest.p
+    steps = [1 + p + (c if x else 0) for x in range(p)]
+    tbs: set[tuple] = set()
+    down, up = plan(forest, c, lanes, step)
+    for phase, hops in enumerate((down, up)[:phases]):
+        for h in hops:
+            u, v, ch = h[7], h[8], h[-1] + 2 * lanes * phase
+            steps[u] += 1
+            steps[v] += 1
+            tbs.add((u, v, ch, 0))
+            tbs.add((v, u, ch, 1))
+    for x, _, _, _ in tbs:
+        steps[x] += 1
+    return steps
 
 
 def _chunks(forest, chunks: int, group: int) -> int:

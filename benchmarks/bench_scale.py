@@ -1,12 +1,20 @@
 """Simulate and select at cluster scale (issue 27, part 2): this checkout beside main, one run.
 
-    python benchmarks/bench_scale.py [--main /work/main] [--skip-main] [--big] [--only NAME,...]
+    python benchmarks/bench_scale.py [--main /work/main] [--wave1 /work/wave1] [--this DIR]
+                                     [--skip-main] [--big] [--only NAME,...]
 
 Every figure is a whole ``python -m ccxml ...`` process, run under ``/usr/bin/time`` (wall
 seconds, CPU seconds = user + system of the process and its workers, peak RSS of the largest
 process). main's code runs from its own checkout (``cd MAIN && python -m ccxml ...``), this
-checkout's from here, alternately, so that both see the same load. The reference of the issue's
-ratios is main's ``generate ring --ranks 256``.
+checkout's from here, alternately, so that both see the same load.
+
+The reference of the issue's ratios is wave 1's ``generate ring --ranks 256`` (c20cbe3, checked
+out and built in place at ``--wave1``) as wave 1 installs by default: ``pip install .`` compiles
+its IR, Chunk API, passes and writer with Cython when a compiler is there (its README; ``ccxml
+--version`` says "compiled passes: all 10 modules"). The same command with ``CCXML_PURE=1`` (pure
+Python) is printed beside it. ``--this DIR`` runs this checkout's cases from DIR instead, e.g. a
+copy built in place (``python setup.py build_ext --inplace``: worktrees are not built), to
+compare compiled with compiled.
 
 Cases:
 
@@ -37,6 +45,7 @@ PY = sys.executable
 
 CASES = {
     "ref": "generate ring --ranks 256 -o {tmp}/ring256.xml",
+    "ref-pure": "generate ring --ranks 256 -o {tmp}/ring256.xml",
     "sim512": "simulate pipeline --preset dgx-h100 --nodes 64 --coll allreduce --bytes 1G",
     "select16": "select --preset dgx-h100 --nodes 16 --coll allreduce --bytes 1G -j 1",
     "select4-j1": "select --preset dgx-h100 --nodes 4 --coll allreduce --bytes 1G -j 1",
@@ -49,7 +58,7 @@ CASES = {
 MAIN_ARGS = {"select16": CASES["select16"].replace(" -j 1", "")}
 
 
-def run(where: str, args: str, timeout: float) -> dict:
+def run(where: str, args: str, timeout: float, env: dict | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         stats = os.path.join(tmp, "time.txt")
         cmd = ["/usr/bin/time", "-o", stats, "-f", "%e %U %S %M", PY, "-m", "ccxml",
@@ -57,7 +66,7 @@ def run(where: str, args: str, timeout: float) -> dict:
         t0 = time.perf_counter()
         try:
             p = subprocess.run(cmd, cwd=where, capture_output=True, text=True, timeout=timeout,
-                               env={**os.environ, "PYTHONPATH": where})
+                               env={**os.environ, "PYTHONPATH": where, **(env or {})})
         except subprocess.TimeoutExpired:
             return {"ok": False, "wall": time.perf_counter() - t0, "note": f"over {timeout:.0f} s"}
         with open(stats) as f:
@@ -85,32 +94,37 @@ def fmt(r: dict | None) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--main", default="/work/main", help="main's checkout")
+    ap.add_argument("--wave1", default="/work/wave1", help="wave 1's checkout, built in place (the reference)")
+    ap.add_argument("--this", default=HERE, help="run this checkout's cases from DIR (a built copy)")
     ap.add_argument("--skip-main", action="store_true", help="only this checkout (and main's reference)")
     ap.add_argument("--big", action="store_true", help="add the 4,096-GPU cases")
     ap.add_argument("--only", default=None, help="comma-separated case names")
     ap.add_argument("--timeout", type=float, default=900)
     a = ap.parse_args()
-    names = ["ref", "sim512", "select16", "select4-j1", "select4-j2", "sim128"]
+    names = ["ref", "ref-pure", "sim512", "select16", "select4-j1", "select4-j2", "sim128"]
     if a.big:
         names += ["big-pipeline", "big-ring"]
     if a.only:
-        names = ["ref"] + [n for n in a.only.split(",") if n != "ref"]
+        names = ["ref", "ref-pure"] + [n for n in a.only.split(",") if not n.startswith("ref")]
     print(f"# load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"# {'case':<14} {'main (wall, cpu, peak)':>28}   {'this checkout':>28}  note")
+    print(f"# {'case':<14} {'main or wave 1 (wall, cpu, peak)':>28}   {'this checkout':>28}  note")
     got: dict[str, tuple] = {}
     for name in names:
         args = CASES[name]
         timeout = 600 if name.startswith("big") else a.timeout
-        m = None
-        if name == "ref" or (not a.skip_main and not name.startswith("select4")):
-            m = run(a.main, MAIN_ARGS.get(name, args), timeout)
-        h = None if name == "ref" else run(HERE, args, timeout)
+        m = h = None
+        if name.startswith("ref"):          # wave 1, compiled as installed, then pure Python
+            m = run(a.wave1, args, timeout, {"CCXML_PURE": "1"} if name == "ref-pure" else None)
+        else:
+            if not a.skip_main and not name.startswith("select4"):
+                m = run(a.main, MAIN_ARGS.get(name, args), timeout)
+            h = run(a.this, args, timeout)
         got[name] = (m, h)
         note = "; ".join(x for x in ((m or {}).get("note", ""), (h or {}).get("note", "")) if x)
         print(f"  {name:<14} {fmt(m)}   {fmt(h)}  {note}", flush=True)
     ref = got["ref"][0]
-    print("# ratios (wall, and CPU seconds, to main's generate ring --ranks 256):")
-    for name in names[1:]:
+    print("# ratios (wall, and CPU seconds, to wave 1's generate ring --ranks 256, compiled):")
+    for name in names[2:]:
         m, h = got[name]
         for who, r in (("main", m), ("this", h)):
             if r and "cpu" in r and ref and "cpu" in ref and r["ok"]:

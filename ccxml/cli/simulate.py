@@ -266,6 +266,11 @@ def select(ranks, coll, nbytes, root, topology_file, preset, nodes, gpu, alpha, 
         notes.append(f"the rule's first choice ({advice.algorithms[0]}) cannot run {coll} here; "
                      f"next: {rule_pick}")
     notes.extend(limit_note(name, why) for name, why in unbounded.items())
+    from ccxml.vocab.limits import MAX_PROVED_BUILT_RANKS
+    if ranks > MAX_PROVED_BUILT_RANKS:
+        notes.append(f"the candidates are built for {ranks} ranks and not proved here (select "
+                     f"proves a built algorithm up to {MAX_PROVED_BUILT_RANKS} ranks: proving takes "
+                     f"memory that grows as ranks³; docs/limits.md)")
     if not ranked:
         notes.append(f"no available algorithm can run {coll} on {ranks} ranks here")
     elif rule_pick is None:

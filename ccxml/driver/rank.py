@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ccxml.vocab.wire import UNBOUNDED
-
 if TYPE_CHECKING:
     from typing import TypeAlias
 
@@ -27,31 +25,145 @@ if TYPE_CHECKING:
     Candidate: TypeAlias = tuple[str, SimResult | None, str | None, str | None, tuple[SimResult, ...]]
 
 
-def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology: Topology, root: int | None,
-              others: tuple[Topology, ...] = ()) -> Candidate:
-    """One candidate of :func:`rank_algorithms` (a worker of the process pool): ``(name,
-    SimResult, None, limit, other results)`` — ``limit`` the runtime limit it breaks when it was
-    built and timed without the limits, else None; ``other results`` its times on ``others``
-    (topologies of the same shape) — or ``(name, None, reason, None, ())`` when it cannot build
-    this shape or fails verification."""
-    from ccxml.driver.source import verification_failure
-    from ccxml.driver.spec import AlgorithmSpec, schedule
-    from ccxml.simulator import simulate_schedule
-    from ccxml.vocab.errors import SimulationError
+#: relative cost of a candidate (CPU seconds of its build, proof and simulations for
+#: ``select --preset dgx-h100 --nodes 16 --coll allreduce --bytes 1G``, benchmarks/profile_select.py):
+#: with ``-j N`` the longest candidates start first (LPT), so that the last worker to finish
+#: does not start the longest one last. Only the order work starts in depends on it, never a
+#: result; an algorithm not listed (a plugin) counts as _COST_UNKNOWN.
+_COST = {"forest": 40.0, "2d-mesh": 19.0, "mesh": 11.0, "ahc": 9.5, "2d-ring": 9.0, "mesh:one-shot": 8.3,
+         "nb": 5.0, "2d-torus": 3.9, "bidir-ring": 3.3, "pipeline": 3.2, "ring": 2.0, "nhr": 2.0,
+         "double-tree": 1.5, "rhd": 1.4, "tree": 0.9, "hierarchical": 0.8, "nhr:single-tree": 0.2}
+_COST_UNKNOWN = 5.0
+
+
+def candidate_cost(name: str) -> float:
+    """:data:`_COST` of candidate ``name`` (a scheduling estimate, never a result)."""
+    return _COST.get(name, _COST_UNKNOWN)
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _build(name: str, coll: str, ranks: int, nbytes: int, topology: Topology, root: int | None
+           ) -> tuple[str | None, str, str | None, str | None]:
+    """``name`` built for a window ending at ``nbytes``: (text, profile, limit, None) — ``limit``
+    the runtime limit that made it be written for the unbounded profile, else None — or (None,
+    "", None, reason) when it cannot build this shape."""
+    from ccxml.driver.spec import AlgorithmSpec, schedule_text
     limits: list[str] = []
     try:
         spec = AlgorithmSpec(name, coll, ranks, options={"max_bytes": int(nbytes)}, topology=topology, root=root)
-        sched = schedule(spec, on_limit=limits.append)
-        limit = limits[0] if limits else None
-        from ccxml.vocab.limits import MAX_PROVED_BUILT_RANKS
-        why = (verification_failure(sched, UNBOUNDED.name if limit else "exec")
-               if ranks <= MAX_PROVED_BUILT_RANKS else None)   # past it: unproved (docs/limits.md)
+        text, profile = schedule_text(spec, on_limit=limits.append)
+    except ValueError as e:
+        return None, "", None, _first_line(e)
+    return text, profile, (limits[0] if limits else None), None
+
+
+def _build_list(*args) -> list:
+    """:func:`_build` as a list, whose text :func:`_staged` drops once its tasks hold it."""
+    return list(_build(*args))
+
+
+def _proved(sched: Schedule, profile: str, ranks: int) -> str | None:
+    """Why ``sched`` cannot be ranked ("fails verification: ..."), or None; not proved past
+    MAX_PROVED_BUILT_RANKS (docs/limits.md)."""
+    from ccxml.driver.source import verification_failure
+    from ccxml.vocab.limits import MAX_PROVED_BUILT_RANKS
+    why = verification_failure(sched, profile) if ranks <= MAX_PROVED_BUILT_RANKS else None
+    return f"fails verification: {why}" if why else None
+
+
+def _prove_text(text: str, profile: str, ranks: int) -> tuple[bool, str | None]:
+    """A worker's proof of a built text: (True, None) proved, (False, reason) not rankable."""
+    from ccxml.loader.reader import loads
+    try:
+        why = _proved(loads(text), profile, ranks)
+    except ValueError as e:
+        return False, _first_line(e)
+    return why is None, why
+
+
+def _time_text(text: str, nbytes: int, topology: Topology) -> tuple[SimResult | None, str | None]:
+    """A worker's simulation of a built text: (SimResult, None) or (None, reason)."""
+    from ccxml.loader.reader import loads
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError
+    try:
+        return simulate_schedule(loads(text), nbytes, topology), None
+    except (ValueError, SimulationError) as e:
+        return None, _first_line(e)
+
+
+def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology: Topology, root: int | None,
+              others: tuple[Topology, ...] = ()) -> Candidate:
+    """One candidate of :func:`rank_algorithms`, in this process: ``(name, SimResult, None,
+    limit, other results)`` — ``limit`` the runtime limit it breaks when it was built and timed
+    without the limits, else None; ``other results`` its times on ``others`` (topologies of the
+    same shape) — or ``(name, None, reason, None, ())`` when it cannot build this shape or fails
+    verification. :func:`_combine` of the stages run as separate tasks gives the same."""
+    from ccxml.loader.reader import loads
+    from ccxml.simulator import simulate_schedule
+    from ccxml.vocab.errors import SimulationError
+    text, profile, limit, why = _build(name, coll, ranks, nbytes, topology, root)
+    if text is None:
+        return name, None, why, None, ()
+    try:
+        sched = loads(text)
+        del text
+        why = _proved(sched, profile, ranks)
         if why:
-            return name, None, f"fails verification: {why}", None, ()
+            return name, None, why, None, ()
         return (name, simulate_schedule(sched, nbytes, topology), None, limit,
                 tuple(simulate_schedule(sched, nbytes, t) for t in others))
     except (ValueError, SimulationError) as e:
-        return name, None, str(e).splitlines()[0] if str(e) else type(e).__name__, None, ()
+        return name, None, _first_line(e), None, ()
+
+
+def _combine(name: str, built: tuple, proof: tuple | None, times: list[tuple]) -> Candidate:
+    """:func:`_rank_one`'s answer from its stages run apart: the build, the proof (None: not
+    proved) and the simulations on the topology and on each other one, reasons in the order
+    _rank_one meets them."""
+    text, _, limit, why = built
+    if text is None:
+        return name, None, why, None, ()
+    if proof is not None and not proof[0]:
+        return name, None, proof[1], None, ()
+    for r, why in times:
+        if r is None:
+            return name, None, why, None, ()
+    return name, times[0][0], None, limit, tuple(r for r, _ in times[1:])
+
+
+def _staged(names: list[str], coll: str, ranks: int, nbytes: int, topology: Topology, root: int | None,
+            others: tuple[Topology, ...], jobs: int) -> list[Candidate]:
+    """:func:`_rank_one` of every name on ``jobs`` worker processes, each candidate's work in
+    stages (build; then its proof and each simulation, on any free worker), the longest
+    candidates first (:data:`_COST`): [candidate] in the order of ``names``."""
+    from ccxml.driver.pool import run_ordered
+    from ccxml.vocab.limits import MAX_PROVED_BUILT_RANKS
+    topos = (topology, *others)
+    prove = ranks <= MAX_PROVED_BUILT_RANKS
+
+    def cost(i: int) -> float:
+        return -candidate_cost(names[i])
+
+    def then(key, got):
+        i, stage = key[0], key[1]
+        if stage != "build" or got[0] is None:
+            return []
+        text, profile = got[0], got[1]
+        got[0] = ""                     # built: the tasks hold the text, the results need not
+        tasks = [((cost(i), 1, i), (i, "prove"), _prove_text, (text, profile, ranks))] if prove else []
+        return tasks + [((cost(i), 2 + k, i), (i, "time", k), _time_text, (text, nbytes, t))
+                        for k, t in enumerate(topos)]
+    first = [((cost(i), 0, i), (i, "build"), _build_list, (name, coll, ranks, nbytes, topology, root))
+             for i, name in enumerate(names)]
+    got = run_ordered(first, then, jobs)
+    return [_combine(name, got[(i, "build")], got.get((i, "prove")),
+                     [got[(i, "time", k)] for k in range(len(topos))] if got[(i, "build")][0] is not None
+                     else [])
+            for i, name in enumerate(names)]
 
 
 def by_time(ranked: Ranked) -> Ranked:
@@ -65,9 +177,10 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology: Topology, root
                     ) -> tuple[Ranked, list[tuple[str, str | None]], dict[str, str], list[Ranked]]:
     """Simulate every available algorithm supporting ``coll`` and each of its variants
     (``NAME:VARIANT``, :meth:`Registry.entries`), each built for a window ending at ``nbytes``
-    (its messages as large as the runtime moves at that size) and verified, ``jobs`` candidates
-    at a time in worker processes (:func:`ccxml.driver.pool.run_all`: the same result with any
-    ``jobs``).
+    (its messages as large as the runtime moves at that size) and verified. ``jobs`` > 1: on
+    that many worker processes, a candidate's build, proof and simulations as separate tasks,
+    the longest candidates first (:func:`_staged`, :func:`ccxml.driver.pool.run_ordered`); the
+    same result with any ``jobs``.
 
     Returns (ranked, unavailable, unbounded, other rankings): ranked = [(name, SimResult)]
     fastest first (ties by name); unavailable = [(name, reason)] for algorithms that cannot
@@ -76,13 +189,18 @@ def rank_algorithms(coll: str, ranks: int, nbytes: int, topology: Topology, root
     ``others`` (the same schedules on the same shape, e.g. another reading of its NICs).
     """
     from ccxml.algorithms import registry
-    from ccxml.driver.pool import run_all
     ranked: Ranked = []
     skipped: list[tuple[str, str | None]] = []
     unbounded: dict[str, str] = {}
     alt: list[Ranked] = [[] for _ in others]
-    work = [(name, coll, ranks, nbytes, topology, root, tuple(others)) for name in registry.entries(coll)]
-    for name, result, why, limit, more in run_all(_rank_one, work, jobs):
+    names = registry.entries(coll)
+    if jobs <= 1 or len(names) <= 1:
+        from ccxml.driver.pool import paused_gc
+        got = [paused_gc(_rank_one, name, coll, ranks, nbytes, topology, root, tuple(others))
+               for name in names]
+    else:
+        got = _staged(names, coll, ranks, nbytes, topology, root, tuple(others), jobs)
+    for name, result, why, limit, more in got:
         if result is None:
             skipped.append((name, why))
             continue

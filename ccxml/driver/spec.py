@@ -110,6 +110,14 @@ def schedule(spec: AlgorithmSpec, profile: str = "exec", *,
     :data:`~ccxml.vocab.wire.UNBOUNDED` profile (to be timed, never written) and ``on_limit``
     gets the limit's one line."""
     from ccxml.loader.reader import loads
+    return loads(schedule_text(spec, profile, on_limit=on_limit)[0])
+
+
+def schedule_text(spec: AlgorithmSpec, profile: str = "exec", *,
+                  on_limit: Callable[[str], None] | None = None) -> tuple[str, str]:
+    """What :func:`schedule` loads: (MSCCL XML text, the profile it was written for — ``profile``,
+    or :data:`~ccxml.vocab.wire.UNBOUNDED`'s name when its limits stopped it and ``on_limit``
+    was called)."""
     from ccxml.vocab.errors import LimitError
     from ccxml.vocab.wire import UNBOUNDED
     try:
@@ -120,7 +128,7 @@ def schedule(spec: AlgorithmSpec, profile: str = "exec", *,
         profile = UNBOUNDED.name
         algo = compiled(spec, profile)
         on_limit(str(e).splitlines()[0])
-    return loads(export(algo, profile))
+    return export(algo, profile), profile
 
 
 def schedules(spec: AlgorithmSpec, sizes: list[int], profile: str = "exec", *,

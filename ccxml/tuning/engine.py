@@ -203,6 +203,13 @@ _MISSING = object()
 _KNOWN = "known"
 
 
+def _cost(args: tuple) -> float:
+    """The pool's estimate of a task on candidate ``args[0]`` (longest first, LPT):
+    :func:`ccxml.driver.rank.candidate_cost`."""
+    from ccxml.driver.rank import candidate_cost
+    return candidate_cost(args[0])
+
+
 def _probe(name: str, coll: str, cfg: TuneConfig, inplace: bool, n: int):
     """Can ``name`` build ``coll`` and run at all: ``(name, (proto, nchunksperloop), None)`` or
     ``(name, None, reason)`` (a worker of :func:`tune`'s pool)."""
@@ -430,7 +437,7 @@ def _tune(cfg: TuneConfig, on_step, pool) -> TuneResult:
             shapes: dict[str, tuple[str, int]] = {}          # name -> (proto, nchunksperloop)
             builds: dict[tuple[str, int], tuple] = {}       # (name, count per call) -> build
             for name, shape, why in pool.map(_probe, [(name, coll, cfg, inplace, sizes[0])
-                                                       for name in names]):
+                                                       for name in names], cost=_cost):
                 if shape is None:
                     res.skipped.append({"coll": coll, "form": form, "algorithm": name,
                                         "reason": why})
@@ -459,7 +466,8 @@ def _tune(cfg: TuneConfig, on_step, pool) -> TuneResult:
 
             def prefetch(todo, known, coll=coll, inplace=inplace, shapes=shapes):
                 rows = pool.map(_windowed_results, [(name, coll, cfg, inplace, shapes[name], ns, known)
-                                                    for name, ns in todo.items()])
+                                                    for name, ns in todo.items()],
+                                cost=lambda args: _cost(args) * len(args[5]))
                 return dict(zip(todo, rows))
 
             ranker = _Ranker(windowed, list(shapes), cfg.topology, cache, note,
@@ -473,7 +481,7 @@ def _tune(cfg: TuneConfig, on_step, pool) -> TuneResult:
                     todo = [w for w in dict.fromkeys(wins) if (w[2], w[0], w[1]) not in verified]
                     for (lo, hi, name), got in zip(todo, pool.map(
                             _build_and_verify, [(name, coll, cfg, inplace, lo, hi, verify)
-                                                for lo, hi, name in todo])):
+                                                for lo, hi, name in todo], cost=_cost)):
                         verified[(name, lo, hi)] = got      # the first failure, as without it)
                 failed = None
                 for lo, hi, name in wins:
