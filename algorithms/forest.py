@@ -203,6 +203,15 @@ def groups(count: int, size: int, lanes: int, drain: bool = True) -> list[tuple[
     return out
 
 
+def _up_steps(step: Steps, u: int, v: int, far: bool) -> tuple[int, bool]:
+    """(chunks a step, drain?) of the up hop v → u: partial sums with a NIC ahead (``far``) move
+    ``step.near`` chunks a step inside a node without draining (:meth:`Steps.up`); the others
+    as down, draining."""
+    if far:
+        return step.up(v, u), step.remote(v, u)
+    return step(v, u), True
+
+
 def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]:
     """The hops of every tree, each issued at its pipeline time: (down, up), sorted.
 
@@ -265,9 +274,8 @@ def plan(forest, C: int, lanes: int, step: Steps = Steps()) -> tuple[list, list]
                                  lane + lanes * (depth[u] > 0)))
             ready = {}
             for n, (u, v) in enumerate(reversed(edges)):
-                # partial sums with a NIC ahead: step.near chunks a step inside a node (Steps.up)
-                per = step.up(v, u) if far[v] else step(v, u)
-                for i, size, lane in groups(count, per, lanes, drain=step.remote(v, u) or not far[v]):
+                per, drain = _up_steps(step, u, v, far[v])
+                for i, size, lane in groups(count, per, lanes, drain=drain):
                     last = i + size - 1
                     key = ((last + late[v]) / count - far[v], late[v])
                     for j in range(i, i + size):
@@ -378,19 +386,22 @@ def _fit_steps(forest, c: int, lanes: int, phases: int, step: Steps, edges: dict
     steps = [1 + p + (c if x else 0) for x in range(p)]
     tbs: set[tuple] = set()
 
-    def grouped(count: int, size: int) -> tuple[int, tuple[int, ...]]:
-        got = sizes.get((count, size))
+    def grouped(count: int, size: int, drain: bool = True) -> tuple[int, tuple[int, ...]]:
+        got = sizes.get((count, size, drain))
         if got is None:
-            gs = groups(count, size, lanes)
-            got = sizes[(count, size)] = (len(gs), tuple(sorted({g[2] for g in gs})))
+            gs = groups(count, size, lanes, drain)
+            got = sizes[(count, size, drain)] = (len(gs), tuple(sorted({g[2] for g in gs})))
         return got
     for r in range(p):
         for tree, _, count in shares(forest, r, c):
             got = edges.get(id(tree))
             if got is None:
                 down = tree.edges_down()
-                got = edges[id(tree)] = (tree, down, {u for u, _ in down})
-            _, down, inner = got
+                far = {tree.root: False}
+                for u, v in down:
+                    far[v] = far[u] or step.remote(u, v)
+                got = edges[id(tree)] = (tree, down, {u for u, _ in down}, far)
+            _, down, inner, far = got
             for u, v in down:
                 n, used = grouped(count, step(u, v))
                 steps[u] += n
@@ -400,7 +411,7 @@ def _fit_steps(forest, c: int, lanes: int, phases: int, step: Steps, edges: dict
                     tbs.add((u, v, lane + base, 0))
                     tbs.add((v, u, lane + base, 1))
                 if phases > 1:
-                    n, used = grouped(count, step(v, u))
+                    n, used = grouped(count, *_up_steps(step, u, v, far[v]))
                     steps[u] += n
                     steps[v] += n
                     base = lanes * (v in inner) + 2 * lanes

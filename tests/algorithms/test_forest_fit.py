@@ -22,8 +22,9 @@ def test_fast_count_is_plans_count(topo, coll):
     gpus = topo.network.gpus
     seen = set()
     for lanes in (1, 2):
-        for group in (1, 2):
-            step = F.Steps(gpus, group)
+        # group, inner (wt-x8), near (partial sums with a NIC ahead), every (one node)
+        for step in (F.Steps(gpus, 1), F.Steps(gpus, 2), F.Steps(gpus, 2, 2, 2), F.Steps(gpus, 2, 1, 3),
+                     F.Steps(gpus, 2, every=True)):
             for phases in (1, 2):
                 for c in (1, 5, 33):
                     fast = F._fit_steps(forest, c, lanes, phases, step)
@@ -49,6 +50,6 @@ def test_fit_chunks_picks_the_largest_that_fits():
 def test_fast_count_is_plans_count_on_larger_clusters(nodes):
     topo = load_preset("dgx-h100", nodes)
     forest = synthesize(topo.graph(), coll="allgather")
-    for group, phases, c in ((1, 1, 7), (2, 2, 32)):
-        step = F.Steps(topo.network.gpus, group)
+    for group, phases, c, inner, near in ((1, 1, 7, 1, 1), (2, 2, 32, 1, 2), (2, 2, 17, 2, 2)):
+        step = F.Steps(topo.network.gpus, group, inner, near)
         assert F._fit_steps(forest, c, 2, phases, step) == F._fit_steps_plan(forest, c, 2, phases, step)
