@@ -92,10 +92,10 @@ def run_ordered(tasks: Iterable[tuple[Any, Hashable, Callable[..., Any], Sequenc
     that reads them by key gets the same with any ``jobs``; ``jobs <= 1`` runs everything here,
     in priority order. An unexpected exception of a task is raised here, as in a plain loop."""
     import heapq
-    queue: list[tuple[Any, int, Hashable, Callable[..., Any], tuple]] = []
+    queue: list[tuple[Any, int, Hashable, Callable[..., Any], tuple[Any, ...]]] = []
     seq = 0
 
-    def push(items) -> None:
+    def push(items: Iterable[tuple[Any, Hashable, Callable[..., Any], Sequence[Any]]]) -> None:
         nonlocal seq
         for prio, key, fn, args in items:
             heapq.heappush(queue, (prio, seq, key, fn, tuple(args)))
@@ -138,7 +138,7 @@ class Pool:
         return self.jobs > 1
 
     def map(self, fn: Callable[..., _T], items: Iterable[Sequence[Any]],
-            cost: Callable[[tuple], float] | None = None) -> list[_T]:
+            cost: Callable[[tuple[Any, ...]], float] | None = None) -> list[_T]:
         """``[fn(*args) for args in items]``, in the order of ``items``. ``cost(args)``: an
         estimate of an item's work; the workers then start the costliest first (LPT; ties in
         the order given). The results keep the order of ``items`` either way."""

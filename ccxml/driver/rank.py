@@ -7,7 +7,7 @@ limits a schedule is measured against.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Hashable
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -60,7 +60,7 @@ def _build(name: str, coll: str, ranks: int, nbytes: int, topology: Topology, ro
     return text, profile, (limits[0] if limits else None), None
 
 
-def _build_list(*args) -> list:
+def _build_list(*args: Any) -> list[Any]:
     """:func:`_build` as a list, whose text :func:`_staged` drops once its tasks hold it."""
     return list(_build(*args))
 
@@ -120,7 +120,8 @@ def _rank_one(name: str, coll: str, ranks: int, nbytes: int, topology: Topology,
         return name, None, _first_line(e), None, ()
 
 
-def _combine(name: str, built: tuple, proof: tuple | None, times: list[tuple]) -> Candidate:
+def _combine(name: str, built: tuple[Any, ...], proof: tuple[Any, ...] | None,
+             times: list[tuple[Any, ...]]) -> Candidate:
     """:func:`_rank_one`'s answer from its stages run apart: the build, the proof (None: not
     proved) and the simulations on the topology and on each other one, reasons in the order
     _rank_one meets them."""
@@ -148,8 +149,8 @@ def _staged(names: list[str], coll: str, ranks: int, nbytes: int, topology: Topo
     def cost(i: int) -> float:
         return -candidate_cost(names[i])
 
-    def then(key, got):
-        i, stage = key[0], key[1]
+    def then(key: Hashable, got: Any) -> Any:
+        i, stage = key[0], key[1]  # type: ignore[index]  # run_ordered's keys: (candidate, stage, ...)
         if stage != "build" or got[0] is None:
             return []
         text, profile = got[0], got[1]
