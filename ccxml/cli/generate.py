@@ -362,11 +362,20 @@ def _forest_summary(forest, algo, target, topology, coll) -> list[str]:
              f"the bound; k = {forest.k} trees per rank, NIC headroom {forest.headroom:g}, synthesis "
              f"{forest.seconds:.2f} s"]
     fit = getattr(forest, "fit", None)
-    if fit is not None:                 # synthesis/fit.py: the runtime's limits, counted before the layout
-        d = fit.demand
-        lines.append(f"forest: within {fit.profile.name}'s limits: {d.peers} peers, {d.tbs} thread blocks, "
-                     f"{d.channels} channels, {d.nodes} XML nodes per rank at most ({d.chunks} chunks)")
+    if fit is not None:                 # synthesis/fit.py: the trees were fitted to these limits
+        lines.append(f"forest: within {fit.profile.name}'s limits: {_demand(algo)}")
     return lines
+
+
+def _demand(algo) -> str:
+    """What the written schedule takes of the runtime's limits, per rank at its worst: peers,
+    thread blocks, channels, XML nodes (counted as ccxml.passes.checks does), and the chunks
+    per rank block of the layout (synthesis/fit.py's count before the layout is an estimate)."""
+    peers = max(len({x for tb in g.tbs for x in (tb.send, tb.recv) if x >= 0}) for g in algo.gpus)
+    tbs = max(len(g.tbs) for g in algo.gpus)
+    nodes = max(1 + algo.ngpus + len(g.tbs) + sum(len(tb.steps) for tb in g.tbs) for g in algo.gpus)
+    return (f"{peers} peers, {tbs} thread blocks, {algo.nchannels} channels, {nodes} XML nodes per rank "
+            f"at most ({algo.nchunksperloop // algo.ngpus} chunks per rank block)")
 
 
 def _cut_clause(algo) -> str:

@@ -101,6 +101,18 @@ def test_generate_summary_says_bound_cut_share_k_and_time(tmp_path):
     assert code == 0, err
     assert "exact bound (max-flow) busbw 450.0 GB/s" in out and "binding cut: rank 0" in out
     assert "route rule" in out and "of the bound; k = 1 trees per rank" in out and "synthesis" in out
+    # what the written file takes of the runtime's limits, counted on the file itself
+    import re
+
+    from ccxml.loader.reader import loads
+    sched = loads((tmp_path / "f.xml").read_text())
+    m = re.search(r"within exec's limits: (\d+) peers, (\d+) thread blocks, (\d+) channels, (\d+) XML "
+                  r"nodes per rank at most \((\d+) chunks per rank block\)", out)
+    assert m, out
+    peers, tbs, chans, nodes, chunks = map(int, m.groups())
+    assert tbs == max(len(g.tbs) for g in sched.gpus) and peers == 7 and chans == sched.nchannels
+    assert nodes == max(1 + sched.ngpus + len(g.tbs) + sum(len(t.steps) for t in g.tbs) for g in sched.gpus)
+    assert chunks * sched.ngpus == sched.nchunksperloop
 
 
 # the 95% figure of issue 23: simulated busbw at 1 GiB >= 95% of the exact bound
