@@ -35,11 +35,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from timed import timed_ccxml  # benchmarks/timed.py, beside this script
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
@@ -58,21 +59,10 @@ BOUNDS = {"ring1024": (0.3, 1024), "ring256": (0.5, None)}
 
 
 def run(where: str, args: str, out: str, timeout: float) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        stats = os.path.join(tmp, "time.txt")
-        cmd = ["/usr/bin/time", "-o", stats, "-f", "%e %U %S %M", PY, "-m", "ccxml",
-               *shlex.split(args.format(out=out))]
-        try:
-            p = subprocess.run(cmd, cwd=where, capture_output=True, text=True, timeout=timeout,
-                               env={**os.environ, "PYTHONPATH": where})
-        except subprocess.TimeoutExpired:
-            return {"ok": False, "note": f"over {timeout:.0f} s"}
-        with open(stats) as f:
-            last = f.read().strip().splitlines()[-1].split()
-    wall, user, sys_, rss = float(last[0]), float(last[1]), float(last[2]), int(last[3])
-    note = "" if p.returncode == 0 else (p.stderr.strip().splitlines() or ["?"])[-1][:90]
-    return {"ok": p.returncode == 0, "wall": wall, "cpu": user + sys_, "rss_mb": rss / 1024,
-            "note": note, "sha": _sha(out) if p.returncode == 0 else None}
+    r = timed_ccxml(where, args, timeout, out=out)
+    if "cpu" in r:
+        r["sha"] = _sha(out) if r["ok"] else None
+    return r
 
 
 def _sha(path: str) -> str:

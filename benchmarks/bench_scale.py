@@ -34,14 +34,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import subprocess
 import sys
-import tempfile
-import time
+
+from timed import timed_ccxml  # benchmarks/timed.py, beside this script
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PY = sys.executable
 
 CASES = {
     "ref": "generate ring --ranks 256 -o {tmp}/ring256.xml",
@@ -59,28 +56,11 @@ MAIN_ARGS = {"select16": CASES["select16"].replace(" -j 1", "")}
 
 
 def run(where: str, args: str, timeout: float, env: dict | None = None) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        stats = os.path.join(tmp, "time.txt")
-        cmd = ["/usr/bin/time", "-o", stats, "-f", "%e %U %S %M", PY, "-m", "ccxml",
-               *shlex.split(args.format(tmp=tmp))]
-        t0 = time.perf_counter()
-        try:
-            p = subprocess.run(cmd, cwd=where, capture_output=True, text=True, timeout=timeout,
-                               env={**os.environ, "PYTHONPATH": where, **(env or {})})
-        except subprocess.TimeoutExpired:
-            return {"ok": False, "wall": time.perf_counter() - t0, "note": f"over {timeout:.0f} s"}
-        with open(stats) as f:
-            last = f.read().strip().splitlines()[-1].split()
-        wall, user, sys_, rss = float(last[0]), float(last[1]), float(last[2]), int(last[3])
-        note = ""
-        if p.returncode != 0:
-            note = (p.stderr.strip().splitlines() or ["?"])[-1][:90]
-        else:
-            notes = [ln for ln in p.stdout.splitlines() if "timed without" in ln]
-            if notes:
-                note = "timed without limits"
-        return {"ok": p.returncode == 0, "wall": wall, "cpu": user + sys_, "rss_mb": rss / 1024,
-                "note": note, "out": p.stdout}
+    r = timed_ccxml(where, args, timeout, env)
+    if r["ok"] and any("timed without" in ln for ln in r["stdout"].splitlines()):
+        r["note"] = "timed without limits"
+    r["out"] = r.pop("stdout", "")
+    return r
 
 
 def fmt(r: dict | None) -> str:
