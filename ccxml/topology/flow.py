@@ -343,8 +343,19 @@ def exact_bound(net, coll: str = "allgather", *, use_networkx: bool = False,
                 graph: RouteGraph | None = None) -> ExactBound:
     """The exact AllGather / ReduceScatter / AllReduce bound of ``net`` (a Network) under the route
     rule, with its binding cut (module docstring). AllReduce: the ReduceScatter and AllGather
-    bounds, added (its busbw is the smaller of the two)."""
+    bounds, added (its busbw is the smaller of the two). Memoised on ``net`` (as its routes are)
+    for the default method: simulate, select, show and topology show ask for it more than once."""
     need_synth()
+    cache = getattr(net, "exact_bounds", None) if not use_networkx and graph is None else None
+    if cache is not None and coll in cache:
+        return cache[coll]
+    b = _exact_bound(net, coll, use_networkx, graph)
+    if cache is not None:
+        cache[coll] = b
+    return b
+
+
+def _exact_bound(net, coll: str, use_networkx: bool, graph: RouteGraph | None) -> ExactBound:
     if coll == "allreduce":
         ag = exact_bound(net, "allgather", use_networkx=use_networkx, graph=graph)
         rs = exact_bound(net, "reducescatter", use_networkx=use_networkx, graph=graph)

@@ -398,6 +398,8 @@ class Network:
         if fabric != "none":
             self._build_fabric(nic_port)
         self._routes: dict[tuple[int, int], Route] = {}
+        #: the exact max-flow bounds, per collective (ccxml.topology.flow.exact_bound): once
+        self.exact_bounds: dict = {}
 
     # -- construction helpers ----------------------------------------------------------------
     def _add_vertex(self, name: str) -> int:

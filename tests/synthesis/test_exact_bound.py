@@ -137,3 +137,20 @@ def test_allreduce_bound_is_reducescatter_plus_allgather():
     assert ar.time_s(1 << 30) == pytest.approx(2 * ag.time_s(1 << 30))
     lines = bound_lines(net, "allreduce")
     assert "ReduceScatter + AllGather" in lines[0] and "route rule" in lines[2]
+
+
+def test_the_bound_is_computed_once_per_network_and_collective(monkeypatch):
+    """simulate, select, show and topology show ask for the same bound several times (AllReduce's
+    is ReduceScatter's and AllGather's): the network keeps it; the networkx twin still computes."""
+    import ccxml.topology.flow as flow
+    net = load_preset("dgx-h100", 2).graph()
+    net.exact_bounds.clear()
+    calls = []
+    real = flow._exact_bound
+    monkeypatch.setattr(flow, "_exact_bound", lambda *a: calls.append(a[1]) or real(*a))
+    ar = flow.exact_bound(net, "allreduce")
+    assert calls == ["allreduce", "allgather", "reducescatter"]
+    assert flow.exact_bound(net, "allgather") is flow.exact_bound(net, "allgather")
+    assert flow.exact_bound(net, "allreduce") is ar and len(calls) == 3
+    assert flow.exact_bound(net, "allgather", use_networkx=True).busbw == pytest.approx(ar.busbw)
+    assert len(calls) == 4
